@@ -1,0 +1,33 @@
+# Two entry points for a fresh machine: `make simulate` (the main job) and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.installed
+
+.PHONY: install simulate test lint typecheck docs bench clean
+
+$(STAMP): pyproject.toml plugins_example/pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
+	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "torch==2.13.0"
+	$(PIP) install -q -e ".[dev]" -e ./plugins_example
+	touch $(STAMP)
+
+install: $(STAMP)
+
+simulate: $(STAMP)
+	$(VENV)/bin/radix-evict simulate
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check core builtin_policies cli plugins_example tests bench
+	$(VENV)/bin/mypy core builtin_policies cli
+	$(PY) -m pytest -q tests
+	cd plugins_example && ../$(PY) -m pytest -q tests
+	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(CURDIR)/build/site
+
+bench: $(STAMP)
+	$(PY) bench/bench_cache.py
+
+clean:
+	rm -rf $(VENV) build site .pytest_cache .mypy_cache .ruff_cache

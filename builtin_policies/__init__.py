@@ -1,0 +1,58 @@
+"""The eight built-in policies, registered like any third-party package.
+
+The core never imports this package by name: it is found through the
+``radix_evict.policies`` entry point ``builtin`` in radix-evict's own metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from radix_evict.hookspecs import hookimpl
+from radix_evict.registry import PolicySpec
+
+from .frequency import LFUPolicy, SLRUPolicy
+from .priority import PriorityPolicy
+from .recency import FIFOPolicy, FILOPolicy, LRUPolicy, MRUPolicy
+from .tlru import TLRUPolicy
+
+__all__ = [
+    "FIFOPolicy",
+    "FILOPolicy",
+    "LFUPolicy",
+    "LRUPolicy",
+    "MRUPolicy",
+    "PriorityPolicy",
+    "SLRUPolicy",
+    "TLRUPolicy",
+]
+
+_PUBLIC = (
+    (LRUPolicy, "Least recently used prefix goes first; matches how prefix reuse decays with time."),
+    (LFUPolicy, "Fewest requests first, then least recent; keeps a small set of hot prompts."),
+    (
+        SLRUPolicy,
+        "Probationary (hit fewer than protected_threshold times) before protected, "
+        "LRU within each; scan resistant.",
+    ),
+    (PriorityPolicy, "Lowest request priority first, then least recent."),
+    (
+        TLRUPolicy,
+        "Tail-optimized LRU: first trims conversation tails that cannot help the next "
+        "turn's TTFT budget, then LRU.",
+    ),
+)
+_HIDDEN = (
+    (FIFOPolicy, "Oldest created prefix first (hidden: extend the choice list to use it)."),
+    (MRUPolicy, "Most recently used first (hidden: extend the choice list to use it)."),
+    (FILOPolicy, "Newest created prefix first (hidden: extend the choice list to use it)."),
+)
+
+
+@hookimpl
+def radix_evict_register_policies(register: Callable[[PolicySpec], None]) -> None:
+    """Register lru, lfu, slru, priority and tlru as public, fifo, mru and filo as hidden."""
+    for policy, summary in _PUBLIC:
+        register(PolicySpec(name=policy.name, policy=policy, summary=summary))
+    for policy, summary in _HIDDEN:
+        register(PolicySpec(name=policy.name, policy=policy, summary=summary, hidden=True))

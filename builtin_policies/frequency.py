@@ -1,0 +1,39 @@
+"""Policies that order by how many requests used a prefix: lfu and slru."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from radix_evict.policy import EvictionPolicy, PolicyConfig
+from radix_evict.tree import TreeNode
+
+
+class LFUPolicy(EvictionPolicy):
+    """Fewest hits first, least recent among equals."""
+
+    name = "lfu"
+
+    def score(self, node: TreeNode) -> tuple[int, float]:
+        return (node.hit_count, node.last_access_time)
+
+
+class SLRUConfig(PolicyConfig):
+    protected_threshold: int = Field(
+        default=2,
+        ge=1,
+        description="Hits at which a prefix moves from the probationary to the protected segment.",
+    )
+
+
+class SLRUPolicy(EvictionPolicy):
+    """Segmented LRU: the probationary segment empties before the protected one."""
+
+    name = "slru"
+    Config = SLRUConfig
+
+    def __init__(self, config: SLRUConfig | None = None) -> None:
+        super().__init__(config)
+        self._threshold = self.config.protected_threshold  # type: ignore[attr-defined]
+
+    def score(self, node: TreeNode) -> tuple[int, float]:
+        return (1 if node.hit_count >= self._threshold else 0, node.last_access_time)

@@ -1,0 +1,20 @@
+"""Priority: the prefixes of low-priority requests go first."""
+
+from __future__ import annotations
+
+from radix_evict.policy import EvictionPolicy
+from radix_evict.tree import TreeNode
+
+
+class PriorityPolicy(EvictionPolicy):
+    """Lowest priority first, least recent among equals.
+
+    A node's priority is the highest priority of any request that inserted
+    through it (the tree propagates the max), so shared prefixes of
+    high-priority traffic stay.
+    """
+
+    name = "priority"
+
+    def score(self, node: TreeNode) -> tuple[int, float]:
+        return (node.priority, node.last_access_time)

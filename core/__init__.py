@@ -1,0 +1,37 @@
+"""radix-evict: KV-cache eviction policies for radix prefix caches.
+
+Importing this package loads no plugin: the policy registry loads entry points
+lazily, the first time it is asked for a policy.
+"""
+
+from __future__ import annotations
+
+from radix_evict.cache import MatchResult, RadixCache
+from radix_evict.errors import PolicyConfigError, RadixEvictError
+from radix_evict.hookspecs import hookimpl
+from radix_evict.policy import EvictionPolicy, NoConfig, PolicyConfig
+from radix_evict.pool import Allocator, KVPool
+from radix_evict.registry import PolicySpec, load_policy, registry
+from radix_evict.stats import CacheStats
+from radix_evict.tree import TreeNode
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Allocator",
+    "CacheStats",
+    "EvictionPolicy",
+    "KVPool",
+    "MatchResult",
+    "NoConfig",
+    "PolicyConfig",
+    "PolicyConfigError",
+    "PolicySpec",
+    "RadixCache",
+    "RadixEvictError",
+    "TreeNode",
+    "__version__",
+    "hookimpl",
+    "load_policy",
+    "registry",
+]

@@ -1,0 +1,394 @@
+"""The radix prefix cache over a KV slot pool.
+
+Behaviour follows SGLang 0.5.23's unified radix tree (see the project's
+semantics page): page-aligned keys, splits on page boundaries, recency stamps
+from a logical clock, the hit_count rule with ``inserted_len``, max-propagated
+priority, T-LRU lengths, and duplicate-slot freeing in ``insert``. Every
+argument is checked before anything changes, so a call that raises leaves
+the tree, the sizes and the pool as they were.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+from radix_evict.eviction import EvictionDriver
+from radix_evict.policy import EvictionPolicy
+from radix_evict.pool import Allocator
+from radix_evict.registry import registry
+from radix_evict.stats import CacheStats
+from radix_evict.tree import TOKEN_BYTES, TokenKey, TreeNode, as_token_array, common_prefix_len
+
+
+class MatchResult(NamedTuple):
+    """What ``match_prefix`` found: the cached prefix and the node to lock."""
+
+    prefix_len: int
+    indices: torch.Tensor
+    last_node: TreeNode
+
+
+def _check_int(name: str, value: Any, low: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    return int(value)
+
+
+class RadixCache:
+    """A radix tree of token prefixes whose nodes own KV slots of ``pool``.
+
+    ``policy`` is a registered policy name (validated with ``policy_config``
+    before anything else happens) or an :class:`EvictionPolicy` instance.
+    """
+
+    def __init__(
+        self,
+        pool: Allocator,
+        page_size: int | None = None,
+        policy: str | EvictionPolicy = "lru",
+        policy_config: dict[str, Any] | str | None = None,
+    ) -> None:
+        if isinstance(policy, EvictionPolicy):
+            if policy_config is not None:
+                raise ValueError("policy_config is only for a policy given by name")
+            self.policy = policy
+        else:
+            self.policy = registry.load_policy(policy, policy_config)
+        for attr in ("alloc", "free", "available_size", "device", "page_size"):
+            if not hasattr(pool, attr):
+                raise TypeError(f"pool has no {attr!r}: it must provide alloc, free, "
+                                "available_size, device and page_size")
+        pool_page = int(pool.page_size)
+        if page_size is not None and _check_int("page_size", page_size, 1) != pool_page:
+            raise ValueError(f"page_size {page_size} differs from the pool's page_size {pool_page}")
+        self.pool = pool
+        self.page_size = pool_page
+        self.device = torch.device(pool.device)
+        self.stats = CacheStats()
+        self._empty = torch.empty((0,), dtype=torch.int64, device=self.device)
+        self._driver = EvictionDriver(self.policy)
+        self._clock = 0
+        self._init_tree()
+
+    # ------------------------------------------------------------------ sizes
+    def evictable_size(self) -> int:
+        """Tokens in unlocked nodes."""
+        return self._evictable
+
+    def protected_size(self) -> int:
+        """Tokens in nodes some caller has locked."""
+        return self._protected
+
+    def total_size(self) -> int:
+        """Tokens the tree holds."""
+        return self._evictable + self._protected
+
+    @property
+    def root(self) -> TreeNode:
+        return self._root
+
+    @property
+    def num_nodes(self) -> int:
+        """Nodes in the tree, the root excluded."""
+        return self._num_nodes
+
+    # ------------------------------------------------------------------ match
+    def match_prefix(self, tokens: TokenKey) -> MatchResult:
+        """The longest cached page-aligned prefix of ``tokens``; stamps its path as used."""
+        arr = as_token_array(tokens)
+        P = self.page_size
+        n = len(arr) // P * P
+        st = self.stats
+        st.match_calls += 1
+        st.queried_tokens += len(arr)
+        root = self._root
+        path: list[TreeNode] = []
+        off = 0
+        if n:
+            kb = arr[:n].tobytes()
+            nb = len(kb)
+            pb = P * TOKEN_BYTES
+            node = root
+            while off < nb:
+                child = node.children.get(kb[off : off + pb])
+                if child is None:
+                    break
+                ck = child.key_bytes
+                if kb.startswith(ck, off):
+                    path.append(child)
+                    node = child
+                    off += len(ck)
+                    continue
+                m = common_prefix_len(ck, kb, off // TOKEN_BYTES) // P * P
+                node = self._split(child, m)
+                path.append(node)
+                off += m * TOKEN_BYTES
+                break
+        # Stamp root..last in ascending order: deeper nodes count as more recent.
+        t = self._clock
+        root.last_access_time = t
+        for i, x in enumerate(path, 1):
+            x.last_access_time = t + i
+        self._clock = t + len(path) + 1
+        if not path:
+            return MatchResult(0, self._empty, root)
+        last = path[-1]
+        if not last.children:
+            self._driver.offer(last)
+        hit = off // TOKEN_BYTES
+        st.hit_tokens += hit
+        indices = torch.cat([x.value for x in path]) if len(path) > 1 else path[0].value.clone()
+        return MatchResult(hit, indices, last)
+
+    # ----------------------------------------------------------------- insert
+    def insert(
+        self,
+        tokens: TokenKey,
+        indices: torch.Tensor,
+        priority: int | None = 0,
+        prev_prefix_len: int = 0,
+        inserted_len: int = 0,
+    ) -> int:
+        """Cache ``tokens`` whose KV sits in ``indices``; return tokens already cached.
+
+        The cache takes the page-aligned slots it keeps and frees
+        ``indices[prev_prefix_len:matched]`` itself: that KV duplicates what the
+        tree already holds. Slots past the page-aligned length stay the caller's.
+        """
+        arr = as_token_array(tokens)
+        L = len(arr)
+        if L == 0:
+            raise ValueError("insert: empty key (nothing to cache)")
+        self._check_indices(indices, L)
+        prio = 0 if priority is None else _check_int("priority", priority)
+        prev = _check_int("prev_prefix_len", prev_prefix_len, 0)
+        if prev > L:
+            raise ValueError(f"prev_prefix_len {prev} exceeds the key length {L}")
+        done = _check_int("inserted_len", inserted_len, 0)
+        P = self.page_size
+        n = L // P * P
+        self.stats.insert_calls += 1
+        clock = self._clock + 1
+        root = self._root
+        root.last_access_time = clock
+        if n == 0:
+            self._clock = clock
+            return 0
+        kb = arr[:n].tobytes()
+        nb = len(kb)
+        pb = P * TOKEN_BYTES
+        node = root
+        off = 0
+        while off < nb:
+            child = node.children.get(kb[off : off + pb])
+            if child is None:
+                break
+            clock += 1
+            child.last_access_time = clock
+            ck = child.key_bytes
+            if kb.startswith(ck, off):
+                off += len(ck)
+            else:
+                self._clock = clock
+                m = common_prefix_len(ck, kb, off // TOKEN_BYTES) // P * P
+                child = self._split(child, m)
+                clock = self._clock
+                off += m * TOKEN_BYTES
+            if child.priority < prio:
+                child.priority = prio
+            if off > done * TOKEN_BYTES:
+                child.hit_count += 1
+            node = child
+        matched = off // TOKEN_BYTES
+        if matched < n:
+            leaf = TreeNode(node, kb[off:], indices[matched:n].clone(), clock + 1, prio)
+            leaf.creation_time = clock + 2
+            clock += 2
+            if n > done:
+                leaf.hit_count = 1
+            node.children[kb[off : off + pb]] = leaf
+            depth = leaf.prefix_len
+            x: TreeNode | None = node
+            while x is not None and x.history_len < depth:
+                x.history_len = depth
+                x = x.parent
+            self._evictable += n - matched
+            self._num_nodes += 1
+            self.stats.inserted_tokens += n - matched
+            self._driver.offer(leaf)
+        elif not node.children:
+            self._driver.offer(node)
+        self._clock = clock
+        if matched > prev:
+            self.pool.free(indices[prev:matched])
+            self.stats.duplicate_tokens_freed += matched - prev
+        return matched
+
+    def _check_indices(self, indices: Any, length: int) -> None:
+        if not isinstance(indices, torch.Tensor):
+            raise TypeError(f"indices must be a torch tensor of KV slots, got {type(indices).__name__}")
+        if indices.dtype == torch.bool or indices.dtype.is_floating_point or indices.is_complex():
+            raise TypeError(f"indices must be integer KV slots, got dtype {indices.dtype}")
+        if indices.dim() != 1:
+            raise ValueError(f"indices must be 1-D, got shape {tuple(indices.shape)}")
+        if indices.device != self.device:
+            raise ValueError(f"indices are on {indices.device} but the pool is on {self.device}")
+        if indices.shape[0] != length:
+            raise ValueError(
+                f"tokens and indices differ in length ({length} != {indices.shape[0]}): "
+                "one KV slot per token"
+            )
+
+    def _split(self, child: TreeNode, m: int) -> TreeNode:
+        """Split ``child`` after ``m`` tokens; the new parent takes the head.
+
+        The original node object keeps the tail, so a lock handle on it stays
+        valid. The new parent inherits what describes the shared prefix.
+        """
+        parent = child.parent
+        assert parent is not None and 0 < m < child.num_tokens
+        cut = m * TOKEN_BYTES
+        ck = child.key_bytes
+        t = self._clock + 1
+        head = TreeNode(parent, ck[:cut], child.value[:m], t, child.priority)
+        head.creation_time = child.creation_time
+        head.hit_count = child.hit_count
+        head.lock_ref = child.lock_ref
+        head.history_len = child.history_len
+        pb = self.page_size * TOKEN_BYTES
+        child.key_bytes = ck[cut:]
+        child.value = child.value[m:]
+        child.num_tokens -= m
+        child.parent = head
+        child.last_access_time = t + 1
+        self._clock = t + 1
+        head.children[child.key_bytes[:pb]] = child
+        parent.children[ck[:pb]] = head
+        self._num_nodes += 1
+        if not child.children:
+            self._driver.offer(child)
+        return head
+
+    # ------------------------------------------------------------------ locks
+    def inc_lock_ref(self, node: TreeNode) -> None:
+        """Protect ``node`` and its ancestors from eviction."""
+        path = self._path_to_root(node, "inc_lock_ref")
+        moved = 0
+        for x in path:
+            if x.lock_ref == 0:
+                moved += x.num_tokens
+            x.lock_ref += 1
+        self._evictable -= moved
+        self._protected += moved
+
+    def dec_lock_ref(self, node: TreeNode) -> None:
+        """Undo one ``inc_lock_ref(node)``."""
+        path = self._path_to_root(node, "dec_lock_ref")
+        if path and node.lock_ref <= 0:
+            raise ValueError("dec_lock_ref: node is not locked (unlocked more often than locked)")
+        moved = 0
+        for x in path:
+            x.lock_ref -= 1
+            if x.lock_ref == 0:
+                moved += x.num_tokens
+        self._evictable += moved
+        self._protected -= moved
+        if path and not node.children:
+            self._driver.offer(node)
+
+    def _path_to_root(self, node: TreeNode, op: str) -> list[TreeNode]:
+        if not isinstance(node, TreeNode):
+            raise TypeError(f"{op}: expected a TreeNode from match_prefix, got {type(node).__name__}")
+        path: list[TreeNode] = []
+        root = self._root
+        x = node
+        while x is not root:
+            path.append(x)
+            parent = x.parent
+            if parent is None:
+                raise ValueError(f"{op}: node is not in this cache (evicted, reset, or another cache's)")
+            x = parent
+        return path
+
+    # ------------------------------------------------------------------ evict
+    def evict(self, num_tokens: int) -> int:
+        """Free at least ``num_tokens`` tokens of unlocked KV, lowest score first.
+
+        Whole nodes go, so the total may overshoot; it falls short only when
+        nothing evictable is left. Returns the tokens freed.
+        """
+        want = _check_int("num_tokens", num_tokens, 1)
+        t0 = time.perf_counter()
+        driver = self._driver
+        driver.begin_evict()
+        pb = self.page_size * TOKEN_BYTES
+        freed = 0
+        victims: list[torch.Tensor] = []
+        while freed < want:
+            node = driver.pop()
+            if node is None:
+                break
+            parent = node.parent
+            assert parent is not None
+            del parent.children[node.key_bytes[:pb]]
+            node.parent = None
+            victims.append(node.value)
+            freed += node.num_tokens
+            if not parent.children:
+                driver.offer(parent)
+        if victims:
+            self._evictable -= freed
+            self._num_nodes -= len(victims)
+            self.pool.free(torch.cat(victims) if len(victims) > 1 else victims[0])
+        driver.compact_if_bloated(self._num_nodes)
+        st = self.stats
+        st.evict_calls += 1
+        st.evicted_tokens += freed
+        st.evicted_nodes += len(victims)
+        st.eviction_seconds += time.perf_counter() - t0
+        return freed
+
+    # ------------------------------------------------------------------ reset
+    def reset(self) -> None:
+        """Free every slot the tree holds. An error while any node is locked."""
+        if self._protected:
+            raise RuntimeError(f"reset: {self._protected} tokens are locked; unlock them first")
+        values = [n.value for n in self.iter_nodes()]
+        self._init_tree()
+        self._driver.clear()
+        if values:
+            self.pool.free(torch.cat(values))
+
+    def iter_nodes(self) -> list[TreeNode]:
+        """Every node except the root, parents before children."""
+        out: list[TreeNode] = []
+        stack = list(self._root.children.values())
+        while stack:
+            x = stack.pop()
+            out.append(x)
+            stack.extend(x.children.values())
+        return out
+
+    def evictable_leaves(self) -> list[TreeNode]:
+        """The nodes ``evict`` may take next (each exactly once)."""
+        return self._driver.candidates()
+
+    def _init_tree(self) -> None:
+        root = TreeNode(None, b"", self._empty, self._clock)
+        root.lock_ref = 1
+        self._root = root
+        self._evictable = 0
+        self._protected = 0
+        self._num_nodes = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"RadixCache(policy={self.policy!r}, page_size={self.page_size}, "
+            f"nodes={self._num_nodes}, evictable={self._evictable}, protected={self._protected})"
+        )

@@ -1,0 +1,128 @@
+"""Exceptions radix-evict raises at its boundaries, and the structured problem they carry.
+
+Every startup error about a policy (unknown name, hidden name, bad config, a
+needed plugin that failed) is a :class:`PolicyConfigError`, so a server can
+catch one type. Its ``problems`` list is machine-readable (the CLI prints it
+as JSON); its ``str()`` is a readable multi-line message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class RadixEvictError(Exception):
+    """Base of every radix-evict error."""
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One thing wrong with a policy name or config.
+
+    ``key`` is the dotted path of the offending key (``None`` when the problem
+    is not about one key, e.g. malformed JSON); ``loc`` is the same path as a
+    tuple. ``type`` is a stable code (pydantic's error type such as
+    ``extra_forbidden`` or ``int_type``, or one of ours: ``unknown_policy``,
+    ``hidden_policy``, ``json_invalid``, ``config_type``, ``plugin_failed``,
+    ``name_conflict``). ``hint`` is a "did you mean" or a how-to-fix line.
+    """
+
+    policy: str
+    key: str | None
+    type: str
+    msg: str
+    hint: str | None = None
+    valid_keys: tuple[str, ...] = ()
+    loc: tuple[str | int, ...] = ()
+    input: Any = field(default=None, compare=False)
+
+    def __str__(self) -> str:
+        where = f"key {self.key!r}: " if self.key is not None else ""
+        text = f"{where}{self.msg}"
+        if self.hint:
+            text += f"; {self.hint}"
+        if self.type in ("extra_forbidden", "missing") or (self.key is not None and self.valid_keys):
+            text += "; " + valid_keys_text(self.policy, self.valid_keys)
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view (``input`` is shown as its repr, being arbitrary)."""
+        return {
+            "policy": self.policy,
+            "key": self.key,
+            "loc": list(self.loc),
+            "type": self.type,
+            "msg": self.msg,
+            "hint": self.hint,
+            "valid_keys": list(self.valid_keys),
+            "input": None if self.input is None else repr(self.input),
+        }
+
+
+def valid_keys_text(policy: str, valid_keys: Sequence[str]) -> str:
+    """``valid keys: a, b`` or, for a policy without keys, says it takes none."""
+    if not valid_keys:
+        return f"policy {policy!r} takes no config keys"
+    return "valid keys: " + ", ".join(valid_keys)
+
+
+class PolicyConfigError(RadixEvictError, ValueError):
+    """An unknown or hidden policy name, or a config that does not validate.
+
+    Raised at startup (``RadixCache(...)``, ``load_policy``), never mid-serving.
+    ``problems`` lists every problem found (not just the first).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        policy: str | None = None,
+        key: str | None = None,
+        problems: Sequence[ConfigProblem] = (),
+    ) -> None:
+        super().__init__(message)
+        self.policy = policy
+        self.problems: list[ConfigProblem] = list(problems)
+        if key is None and self.problems:
+            key = self.problems[0].key
+        self.key = key
+
+    @classmethod
+    def from_problems(cls, policy: str, problems: Sequence[ConfigProblem]) -> PolicyConfigError:
+        """Build the error with a readable message listing every problem."""
+        return cls(format_problems(policy, problems), policy=policy, problems=problems)
+
+
+def format_problems(policy: str, problems: Sequence[ConfigProblem]) -> str:
+    """One header line naming the policy, then one line per problem."""
+    n = len(problems)
+    head = f"invalid config for policy {policy!r}: {n} problem{'s' if n != 1 else ''}"
+    return "\n".join([head, *(f"  - {p}" for p in problems)])
+
+
+class PluginError(PolicyConfigError):
+    """A policy that is needed cannot be used because of how plugins loaded.
+
+    Subclasses :class:`PolicyConfigError` so that startup code catching that
+    sees it too; the CLI treats it as an environment error (exit code 2), so
+    catch this one first where the difference matters.
+    """
+
+
+class PluginLoadError(PluginError):
+    """The requested policy would come from a plugin that failed to load."""
+
+
+class PolicyConflictError(PluginError):
+    """Two distributions registered the requested policy name."""
+
+
+class PolicyRegistrationError(RadixEvictError, ValueError):
+    """A plugin called ``register`` with an invalid spec (e.g. a lax config model).
+
+    Raised inside the plugin's hook, so that plugin is recorded as failed and
+    the others still register.
+    """

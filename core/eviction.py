@@ -1,0 +1,88 @@
+"""The eviction driver: candidates kept incrementally, lowest score evicted first.
+
+SGLang scores every evictable leaf on each ``evict`` call, so the call costs
+O(leaves). Here the candidates live in a heap that the cache updates as the
+tree changes: whenever a node that could be an evictable leaf is touched,
+split, unlocked, or loses its last child, it is pushed with a fresh score.
+Each push carries a sequence number that the node remembers; an entry whose
+number is not the node's latest, or whose node is no longer an evictable
+leaf, is stale and skipped when popped (lazy invalidation). The heap stays
+exact for any policy whose score reads only the node's own fields. A policy
+that declares ``volatile_score`` is re-scored in full on every ``evict`` call.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+from radix_evict.policy import EvictionPolicy
+from radix_evict.tree import TreeNode
+
+HeapEntry = tuple[Any, int, int, TreeNode]  # (score, last_access_time, seq, node)
+
+
+def is_evictable_leaf(node: TreeNode) -> bool:
+    """Holds KV, unlocked, no children, still in the tree, not the root."""
+    return node.lock_ref == 0 and not node.children and node.parent is not None
+
+
+class EvictionDriver:
+    """Orders evictable leaves by ``(score, last_access_time)``."""
+
+    def __init__(self, policy: EvictionPolicy) -> None:
+        self.policy = policy
+        self._score = policy.score
+        self._volatile = bool(policy.volatile_score)
+        self._heap: list[HeapEntry] = []
+        self._seq = 0
+
+    def offer(self, node: TreeNode) -> None:
+        """(Re-)score ``node`` if it is an evictable leaf; supersedes its older entries."""
+        if node.lock_ref == 0 and not node.children and node.parent is not None:
+            self._seq += 1
+            node._heap_seq = self._seq
+            heapq.heappush(self._heap, (self._score(node), node.last_access_time, self._seq, node))
+
+    def pop(self) -> TreeNode | None:
+        """The evictable leaf with the lowest score, removed from the candidates."""
+        heap = self._heap
+        while heap:
+            _, _, seq, node = heapq.heappop(heap)
+            if seq == node._heap_seq and is_evictable_leaf(node):
+                node._heap_seq = -1
+                return node
+        return None
+
+    def begin_evict(self) -> None:
+        """Called once per ``evict``: re-score volatile policies, drop stale entries."""
+        if self._volatile:
+            self._rebuild(rescore=True)
+
+    def compact_if_bloated(self, live_nodes: int) -> None:
+        """Drop stale entries once they outnumber the nodes by far (bounded memory)."""
+        if len(self._heap) > 4 * live_nodes + 4096:
+            self._rebuild(rescore=False)
+
+    def clear(self) -> None:
+        self._heap = []
+
+    def candidates(self) -> list[TreeNode]:
+        """The current evictable leaves (each exactly once)."""
+        return [e[3] for e in self._heap if e[2] == e[3]._heap_seq and is_evictable_leaf(e[3])]
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def _rebuild(self, rescore: bool) -> None:
+        live = self.candidates()
+        if rescore:
+            entries: list[HeapEntry] = []
+            for node in live:
+                self._seq += 1
+                node._heap_seq = self._seq
+                entries.append((self._score(node), node.last_access_time, self._seq, node))
+        else:
+            entries = [e for e in self._heap if e[2] == e[3]._heap_seq and is_evictable_leaf(e[3])]
+        heapq.heapify(entries)
+        self._heap = entries

@@ -1,0 +1,60 @@
+"""The policy contract: a policy only scores; the eviction driver does the rest.
+
+A policy sees one evictable leaf at a time and returns a score. The driver
+evicts the lowest score first and breaks equal scores by
+``last_access_time`` (least recently used first), for every policy.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Union
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from radix_evict.tree import TreeNode
+
+Score = Union[float, int, tuple[Any, ...]]
+
+
+class PolicyConfig(BaseModel):
+    """Base class of every policy's config: unknown keys and coercion are errors.
+
+    ``strict`` refuses ``"4"``, ``4.5`` and ``true`` for an int field, and
+    ``allow_inf_nan=False`` refuses NaN and infinities, so a serving config
+    means exactly what it says.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+class NoConfig(PolicyConfig):
+    """The config of a policy that takes no keys: any key is an error."""
+
+
+class EvictionPolicy:
+    """Scores evictable leaves; the lowest score is evicted first.
+
+    Subclasses set ``name`` and, if they take keys, ``Config``. ``score`` must
+    be a pure function of the node's fields (and the policy's config). A score
+    that can change while the node is untouched (it reads the clock, other
+    nodes, or outside state) must set ``volatile_score = True``: the driver
+    then re-scores every candidate on each ``evict`` call instead of keeping
+    them in its incremental heap.
+    """
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type[PolicyConfig]] = NoConfig
+    volatile_score: ClassVar[bool] = False
+
+    def __init__(self, config: PolicyConfig | None = None) -> None:
+        self.config = config if config is not None else self.Config()
+
+    def score(self, node: TreeNode) -> Score:
+        """Return this leaf's eviction score: lower goes first."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        keys = self.config.model_dump()
+        args = ", ".join(f"{k}={v!r}" for k, v in keys.items())
+        return f"{type(self).__name__}({args})"

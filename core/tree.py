@@ -1,0 +1,133 @@
+"""Tree nodes and token keys.
+
+Keys are kept as ``bytes`` of int64 tokens: ``bytes.startswith`` compares a
+whole node key in one memcmp and a page's bytes are a hashable child key, so
+no per-token Python loop runs on the hot path. Only on a partial match does
+numpy find where two keys diverge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Union
+
+import numpy as np
+import torch
+
+TOKEN_BYTES = 8  # keys are stored as int64
+
+TokenKey = Union[Sequence[int], np.ndarray, torch.Tensor]
+
+
+class TreeNode:
+    """One radix-tree node: a run of tokens and the KV slots that hold them.
+
+    Fields a policy may read: ``last_access_time``, ``creation_time``,
+    ``hit_count``, ``priority``, ``num_tokens``, ``prefix_len`` (tokens from the
+    root through this node), ``history_len`` (the branch's high-water prefix
+    length), ``lock_ref``, ``parent``, ``children``.
+    """
+
+    __slots__ = (
+        "_heap_seq",
+        "children",
+        "creation_time",
+        "history_len",
+        "hit_count",
+        "key_bytes",
+        "last_access_time",
+        "lock_ref",
+        "num_tokens",
+        "parent",
+        "prefix_len",
+        "priority",
+        "value",
+    )
+
+    def __init__(
+        self,
+        parent: TreeNode | None,
+        key_bytes: bytes,
+        value: torch.Tensor,
+        time: int,
+        priority: int = 0,
+    ) -> None:
+        self.parent = parent
+        self.children: dict[bytes, TreeNode] = {}
+        self.key_bytes = key_bytes
+        self.value = value
+        self.num_tokens = len(key_bytes) // TOKEN_BYTES
+        self.prefix_len = (parent.prefix_len if parent is not None else 0) + self.num_tokens
+        self.history_len = self.prefix_len
+        self.last_access_time = time
+        self.creation_time = time
+        self.hit_count = 0
+        self.priority = priority
+        self.lock_ref = 0
+        self._heap_seq = -1
+
+    @property
+    def key(self) -> np.ndarray:
+        """This node's tokens (a read-only int64 view)."""
+        return np.frombuffer(self.key_bytes, dtype=np.int64)
+
+    @property
+    def is_root(self) -> bool:
+        return self.parent is None and self.prefix_len == 0
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children
+
+    def __repr__(self) -> str:
+        return (
+            f"TreeNode(tokens={self.num_tokens}, prefix_len={self.prefix_len}, "
+            f"lock_ref={self.lock_ref}, hit_count={self.hit_count}, priority={self.priority}, "
+            f"last_access_time={self.last_access_time})"
+        )
+
+
+def as_token_array(tokens: Any, what: str = "tokens") -> np.ndarray:
+    """Validate ``tokens`` and return them as a 1-D int64 numpy array.
+
+    Accepts a sequence of ints, a numpy integer array or an integer torch
+    tensor. Floats, bools and other types are errors, never truncated.
+    """
+    if isinstance(tokens, torch.Tensor):
+        if tokens.dtype == torch.bool or tokens.dtype.is_floating_point or tokens.is_complex():
+            raise TypeError(f"{what} must be integer token ids, got a tensor of {tokens.dtype}")
+        arr = tokens.detach().cpu().numpy()
+    elif isinstance(tokens, np.ndarray):
+        arr = tokens
+    elif isinstance(tokens, (str, bytes)):
+        raise TypeError(f"{what} must be a sequence of integer token ids, got {type(tokens).__name__}")
+    else:
+        try:
+            n = len(tokens)
+        except TypeError:
+            raise TypeError(
+                f"{what} must be a sequence of integer token ids, got {type(tokens).__name__}"
+            ) from None
+        if n == 0:
+            return np.empty(0, dtype=np.int64)
+        arr = np.asarray(tokens)
+    if arr.ndim != 1:
+        raise ValueError(f"{what} must be 1-D, got shape {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        if arr.size == 0:
+            return np.empty(0, dtype=np.int64)
+        raise TypeError(f"{what} must be integer token ids, got dtype {arr.dtype}")
+    if arr.dtype != np.int64:
+        if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+            raise ValueError(f"{what}: token id {int(arr.max())} does not fit in int64")
+        arr = arr.astype(np.int64)
+    return arr
+
+
+def common_prefix_len(a: bytes, b: bytes, b_offset: int) -> int:
+    """Tokens shared by ``a`` and ``b`` read from token ``b_offset`` on."""
+    x = np.frombuffer(a, dtype=np.int64)
+    y = np.frombuffer(b, dtype=np.int64, offset=b_offset * TOKEN_BYTES)
+    n = min(len(x), len(y))
+    diff = np.flatnonzero(x[:n] != y[:n])
+    return int(diff[0]) if len(diff) else n
