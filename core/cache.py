@@ -20,6 +20,7 @@ from radix_evict.eviction import EvictionDriver
 from radix_evict.policy import EvictionPolicy
 from radix_evict.pool import Allocator
 from radix_evict.registry import registry
+from radix_evict.slots import SlotArray, slot_storage
 from radix_evict.stats import CacheStats
 from radix_evict.tree import TOKEN_BYTES, TokenKey, TreeNode, as_token_array, common_prefix_len
 
@@ -33,6 +34,8 @@ class MatchResult(NamedTuple):
 
 
 def _check_int(name: str, value: Any, low: int | None = None) -> int:
+    if type(value) is int and (low is None or value >= low):
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     if low is not None and value < low:
@@ -72,6 +75,7 @@ class RadixCache:
         self.device = torch.device(pool.device)
         self.stats = CacheStats()
         self._empty = torch.empty((0,), dtype=torch.int64, device=self.device)
+        self._slots = slot_storage(pool)
         self._driver = EvictionDriver(self.policy)
         self._clock = 0
         self._init_tree()
@@ -143,7 +147,7 @@ class RadixCache:
             self._driver.offer(last)
         hit = off // TOKEN_BYTES
         st.hit_tokens += hit
-        indices = torch.cat([x.value for x in path]) if len(path) > 1 else path[0].value.clone()
+        indices = self._slots.to_tensor([x.value for x in path])
         return MatchResult(hit, indices, last)
 
     # ----------------------------------------------------------------- insert
@@ -207,7 +211,7 @@ class RadixCache:
             node = child
         matched = off // TOKEN_BYTES
         if matched < n:
-            leaf = TreeNode(node, kb[off:], indices[matched:n].clone(), clock + 1, prio)
+            leaf = TreeNode(node, kb[off:], self._slots.take(indices, matched, n), clock + 1, prio)
             leaf.creation_time = clock + 2
             clock += 2
             if n > done:
@@ -231,6 +235,14 @@ class RadixCache:
         return matched
 
     def _check_indices(self, indices: Any, length: int) -> None:
+        if (
+            type(indices) is torch.Tensor
+            and indices.dtype is torch.int64
+            and indices.dim() == 1
+            and indices.shape[0] == length
+            and indices.device == self.device
+        ):
+            return
         if not isinstance(indices, torch.Tensor):
             raise TypeError(f"indices must be a torch tensor of KV slots, got {type(indices).__name__}")
         if indices.dtype == torch.bool or indices.dtype.is_floating_point or indices.is_complex():
@@ -329,7 +341,7 @@ class RadixCache:
         driver.begin_evict()
         pb = self.page_size * TOKEN_BYTES
         freed = 0
-        victims: list[torch.Tensor] = []
+        victims: list[SlotArray] = []
         while freed < want:
             node = driver.pop()
             if node is None:
@@ -345,7 +357,7 @@ class RadixCache:
         if victims:
             self._evictable -= freed
             self._num_nodes -= len(victims)
-            self.pool.free(torch.cat(victims) if len(victims) > 1 else victims[0])
+            self._slots.release(victims)
         driver.compact_if_bloated(self._num_nodes)
         st = self.stats
         st.evict_calls += 1
@@ -363,7 +375,7 @@ class RadixCache:
         self._init_tree()
         self._driver.clear()
         if values:
-            self.pool.free(torch.cat(values))
+            self._slots.release(values)
 
     def iter_nodes(self) -> list[TreeNode]:
         """Every node except the root, parents before children."""
@@ -380,7 +392,7 @@ class RadixCache:
         return self._driver.candidates()
 
     def _init_tree(self) -> None:
-        root = TreeNode(None, b"", self._empty, self._clock)
+        root = TreeNode(None, b"", self._slots.empty, self._clock)
         root.lock_ref = 1
         self._root = root
         self._evictable = 0

@@ -41,9 +41,12 @@ class ConfigProblem:
     def __str__(self) -> str:
         where = f"key {self.key!r}: " if self.key is not None else ""
         text = f"{where}{self.msg}"
-        if self.hint:
-            text += f"; {self.hint}"
-        if self.type in ("extra_forbidden", "missing") or (self.key is not None and self.valid_keys):
+        if self.hint and "\n" in self.hint:
+            text += f"\n    {self.hint}"
+        elif self.hint:
+            text += f" ({self.hint})"
+        about_keys = self.type in ("extra_forbidden", "missing")
+        if about_keys or (self.key is not None and self.valid_keys):
             text += "; " + valid_keys_text(self.policy, self.valid_keys)
         return text
 

@@ -144,6 +144,32 @@ class KVPool:
             self._stack[h - k : h] = pages
         self._head = h - k
 
+    accepts_numpy = True  # release() also takes numpy arrays (cpu pools)
+
+    def release(self, indices: torch.Tensor | np.ndarray) -> None:
+        """Free slots whose owner guarantees they are allocated, distinct, whole pages.
+
+        The cache returns the slots its own nodes hold through this unchecked
+        path (the tree's invariants already rule out a double free, and the
+        test suite checks them after every operation); ``free`` is the
+        checked path for everyone else.
+        """
+        k = indices.shape[0] // self.page_size
+        if k == 0:
+            return
+        h = self._head
+        if self._on_cpu:
+            idx = indices if isinstance(indices, np.ndarray) else indices.numpy()
+            pages = idx if self.page_size == 1 else idx[:: self.page_size] // self.page_size
+            self._allocated_np[pages] = False
+            self._stack_np[h - k : h] = pages
+        else:
+            assert isinstance(indices, torch.Tensor)
+            tp = indices if self.page_size == 1 else indices[:: self.page_size] // self.page_size
+            self._allocated[tp] = False
+            self._stack[h - k : h] = tp
+        self._head = h - k
+
     def is_allocated(self, slot: int) -> bool:
         """Whether ``slot`` is currently handed out (for checks and tests)."""
         return bool(self._allocated[slot // self.page_size])

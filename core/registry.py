@@ -1,72 +1,541 @@
-"""Minimal registry (to be replaced by the full plugin framework)."""
+"""The policy registry: every policy any plugin registered, the choice list, and strict configs.
+
+Nothing loads at import: the first question asked of :data:`registry` finds
+the entry points of group ``radix_evict.policies`` (radix-evict's own
+``builtin`` first), calls each plugin's hooks separately and caches the
+result for the process (:meth:`Registry.reload` drops it).
+
+Two lists of names matter. :meth:`Registry.choices` is what the CLI offers
+for ``--policy`` (SGLang's five public names, then names that plugins added
+through ``radix_evict_extend_choices``); ``choices(extended=True)`` is every
+registered name. The library API (:meth:`Registry.load_policy`,
+``RadixCache(policy=...)``) accepts every registered name, as SGLang's
+strategy factory does; :meth:`Registry.check_choice` is the CLI's gate.
+"""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from importlib.metadata import entry_points
+import dataclasses
+import re
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-import pluggy
-from pydantic import ValidationError
+from radix_evict.config import (
+    ConfigInput,
+    ConfigKey,
+    config_model_problems,
+    describe_model,
+    did_you_mean,
+    suggest,
+    validate_config,
+)
+from radix_evict.errors import (
+    ConfigProblem,
+    PluginLoadError,
+    PolicyConfigError,
+    PolicyConflictError,
+    PolicyRegistrationError,
+)
+from radix_evict.plugins import (
+    ENV_VAR,
+    GROUP,
+    IN_PROCESS,
+    LoadedPlugin,
+    PluginFailure,
+    PluginSource,
+    allow_list,
+    find_plugins,
+    in_process_source,
+    load_plugin,
+    normalize_dist_name,
+    select_plugins,
+)
+from radix_evict.policy import EvictionPolicy, NoConfig, PolicyConfig
 
-from radix_evict import hookspecs
-from radix_evict.errors import PolicyConfigError
-from radix_evict.policy import EvictionPolicy, PolicyConfig
+__all__ = [
+    "ChoiceProblem",
+    "ConfigKey",
+    "ConfigProblem",
+    "NameConflict",
+    "PluginFailure",
+    "PluginSource",
+    "PolicySpec",
+    "Registry",
+    "load_policy",
+    "normalize_dist_name",
+    "registry",
+]
 
-GROUP = "radix_evict.policies"
-PUBLIC = ("lru", "lfu", "slru", "priority", "tlru")
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
+EXTEND_HOW = (
+    "to offer it, install (or write) a package whose radix_evict_extend_choices hook "
+    "extends the choice list with it (plugins_example/ shows how; it adds 'fifo')"
+)
 
 
 @dataclass(frozen=True)
 class PolicySpec:
+    """What a plugin passes to ``register``: one policy and how to present it.
+
+    ``config_model`` defaults to the policy class's ``Config``. ``hidden``
+    policies are registered but not offered as ``--policy`` choices until
+    some package extends the choice list with them. ``distribution``,
+    ``version`` and ``entry_point`` are filled in by the registry from the
+    entry point the spec came through; whatever a plugin sets there is replaced.
+    """
+
     name: str
     policy: type[EvictionPolicy]
+    config_model: type[PolicyConfig] = None  # type: ignore[assignment]
     summary: str = ""
     hidden: bool = False
-    config: type[PolicyConfig] | None = None
     distribution: str | None = None
+    version: str | None = None
+    entry_point: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.config_model is None:
+            object.__setattr__(self, "config_model", getattr(self.policy, "Config", NoConfig))
 
     @property
-    def config_model(self) -> type[PolicyConfig]:
-        return self.config or self.policy.Config
+    def source(self) -> str:
+        """``dist version (entry point 'ep')``: how messages name where this came from."""
+        ver = f" {self.version}" if self.version else ""
+        return f"{self.distribution or '?'}{ver} (entry point {self.entry_point!r})"
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The config keys this policy accepts."""
+        return tuple(f.alias or n for n, f in self.config_model.model_fields.items())
+
+
+@dataclass(frozen=True)
+class NameConflict:
+    """A name registered twice: the first registration is kept, the second refused."""
+
+    name: str
+    first: PolicySpec
+    second: PolicySpec
+
+    def __str__(self) -> str:
+        return (
+            f"policy {self.name!r} is registered twice: by {self.first.source} (kept) and by "
+            f"{self.second.source} (refused); uninstall one of them, or leave the "
+            f"second out of {ENV_VAR}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "first": {"distribution": self.first.distribution, "version": self.first.version,
+                      "entry_point": self.first.entry_point},
+            "second": {"distribution": self.second.distribution, "version": self.second.version,
+                       "entry_point": self.second.entry_point},
+        }
+
+
+@dataclass(frozen=True)
+class ChoiceProblem:
+    """A plugin extended the choice list with a name nobody registered."""
+
+    name: str
+    distribution: str
+    entry_point: str
+
+    def __str__(self) -> str:
+        return (
+            f"{self.distribution} (entry point {self.entry_point!r}) added {self.name!r} to the "
+            "choice list, but no plugin registered that policy"
+        )
+
+
+@dataclass
+class _State:
+    """One load's outcome; built once, then only read."""
+
+    specs: dict[str, PolicySpec] = field(default_factory=dict)
+    choices: list[str] = field(default_factory=list)
+    plugins: list[LoadedPlugin] = field(default_factory=list)
+    skipped: list[PluginSource] = field(default_factory=list)
+    failures: list[PluginFailure] = field(default_factory=list)
+    conflicts: list[NameConflict] = field(default_factory=list)
+    choice_problems: list[ChoiceProblem] = field(default_factory=list)
+    unmatched_allow: list[str] = field(default_factory=list)
+
+
+def _check_spec(spec: Any, src: PluginSource) -> PolicySpec:
+    """Validate a registration and stamp its source; raising fails only that plugin."""
+    if not isinstance(spec, PolicySpec):
+        raise PolicyRegistrationError(
+            f"register() takes a radix_evict.PolicySpec, got {type(spec).__name__}"
+        )
+    name = spec.name
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise PolicyRegistrationError(
+            f"policy name {name!r} is invalid: use 1-64 lowercase letters, digits, '_' or '-'"
+        )
+    if not (isinstance(spec.policy, type) and issubclass(spec.policy, EvictionPolicy)):
+        raise PolicyRegistrationError(
+            f"policy {name!r}: {spec.policy!r} is not a subclass of radix_evict.EvictionPolicy"
+        )
+    if spec.policy.score is EvictionPolicy.score:
+        raise PolicyRegistrationError(f"policy {name!r}: {spec.policy.__name__} does not define score()")
+    problems = config_model_problems(spec.config_model)
+    if problems:
+        raise PolicyRegistrationError(
+            f"policy {name!r}: config model is not strict enough: " + "; ".join(problems)
+        )
+    return dataclasses.replace(
+        spec, distribution=src.distribution, version=src.version, entry_point=src.entry_point
+    )
 
 
 class Registry:
-    def __init__(self) -> None:
-        self._specs: dict[str, PolicySpec] | None = None
+    """Registered policies, the choice list, plugin failures and name conflicts.
 
-    def _load(self) -> dict[str, PolicySpec]:
-        if self._specs is None:
-            specs: dict[str, PolicySpec] = {}
-            pm = pluggy.PluginManager(hookspecs.PROJECT)
-            pm.add_hookspecs(hookspecs)
-            for ep in entry_points(group=GROUP):
-                pm.register(ep.load(), name=ep.name)
-            pm.hook.radix_evict_register_policies(register=lambda s: specs.setdefault(s.name, s))
-            self._specs = specs
-        return self._specs
+    ``find`` and ``environ`` exist so tests can build an isolated registry;
+    the process-wide one is :data:`registry`.
+    """
+
+    def __init__(
+        self,
+        *,
+        group: str = GROUP,
+        find: Callable[[str], list[PluginSource]] = find_plugins,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.group = group
+        self._find = find
+        self._environ = environ
+        self._extra: list[PluginSource] = []
+        self._state: _State | None = None
+        self._lock = threading.RLock()
+        self._loading = False
+
+    # ------------------------------------------------------------------ loading
+    @property
+    def loaded(self) -> bool:
+        """Whether plugins have been loaded in this process (never at import)."""
+        return self._state is not None
+
+    def reload(self) -> None:
+        """Forget the loaded plugins; the next question loads them again (re-reading the env)."""
+        with self._lock:
+            self._state = None
+
+    def add_plugin(
+        self, plugin: Any, *, name: str, distribution: str = IN_PROCESS, version: str | None = None
+    ) -> None:
+        """Register a plugin object (a module or class with hook implementations) in-process.
+
+        It loads after every entry point, like a third-party package, and is
+        not subject to ``RADIX_EVICT_PLUGINS``. For tests and embedding code.
+        """
+        with self._lock:
+            self._extra = [s for s in self._extra if s.entry_point != name]
+            self._extra.append(in_process_source(plugin, name=name, distribution=distribution,
+                                                 version=version))
+            self._state = None
+
+    def remove_plugin(self, name: str) -> None:
+        """Undo :meth:`add_plugin`."""
+        with self._lock:
+            self._extra = [s for s in self._extra if s.entry_point != name]
+            self._state = None
+
+    def _ensure(self) -> _State:
+        state = self._state
+        if state is not None:
+            return state
+        with self._lock:
+            if self._state is None:
+                if self._loading:
+                    raise RuntimeError("the policy registry was used while plugins were loading")
+                self._loading = True
+                try:
+                    self._state = self._build()
+                finally:
+                    self._loading = False
+            return self._state
+
+    def _build(self) -> _State:
+        st = _State()
+        allowed = allow_list(self._environ)
+        found = self._find(self.group)
+        to_load, st.skipped = select_plugins(found, allowed)
+        if allowed is not None:
+            names = {s.entry_point for s in found if not s.builtin}
+            st.unmatched_allow = sorted(allowed - names)
+        base: list[str] = []
+        extensions: list[tuple[PluginSource, str]] = []
+        for src in [*to_load, *self._extra]:
+            result = load_plugin(src, _check_spec)
+            if isinstance(result, PluginFailure):
+                st.failures.append(result)
+                continue
+            st.plugins.append(result)
+            for spec in result.specs:
+                first = st.specs.get(spec.name)
+                if first is not None:
+                    st.conflicts.append(NameConflict(spec.name, first, spec))
+                    continue
+                st.specs[spec.name] = spec
+                if src.builtin and not spec.hidden:
+                    base.append(spec.name)
+            extensions.extend((src, n) for n in result.choices)
+        choices = list(base)
+        for src, n in extensions:
+            if n not in st.specs:
+                st.choice_problems.append(ChoiceProblem(n, src.distribution, src.entry_point))
+            elif n not in choices:
+                choices.append(n)
+        st.choices = choices
+        return st
+
+    # ------------------------------------------------------------------ what loaded
+    @property
+    def failures(self) -> list[PluginFailure]:
+        """Plugins that failed to import or raised in a hook (distribution, version, entry point)."""
+        return list(self._ensure().failures)
+
+    @property
+    def conflicts(self) -> list[NameConflict]:
+        """Names registered twice (the first registration is kept)."""
+        return list(self._ensure().conflicts)
+
+    @property
+    def plugins(self) -> list[LoadedPlugin]:
+        """Plugins that loaded, in load order, with what each contributed."""
+        return list(self._ensure().plugins)
+
+    @property
+    def skipped(self) -> list[PluginSource]:
+        """Third-party plugins left out by ``RADIX_EVICT_PLUGINS``."""
+        return list(self._ensure().skipped)
+
+    @property
+    def choice_problems(self) -> list[ChoiceProblem]:
+        """Choice-list extensions naming a policy that nobody registered."""
+        return list(self._ensure().choice_problems)
+
+    @property
+    def unmatched_allow(self) -> list[str]:
+        """Names in ``RADIX_EVICT_PLUGINS`` that match no installed entry point."""
+        return list(self._ensure().unmatched_allow)
+
+    def specs(self) -> list[PolicySpec]:
+        """Every registered policy, in registration order."""
+        return list(self._ensure().specs.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._ensure().specs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._ensure().specs))
 
     def choices(self, extended: bool = False) -> list[str]:
-        specs = self._load()
-        return list(specs) if extended else [n for n in PUBLIC if n in specs]
+        """The ``--policy`` choices; ``extended=True``: every registered name (choices first)."""
+        st = self._ensure()
+        if not extended:
+            return list(st.choices)
+        return [*st.choices, *(n for n in st.specs if n not in st.choices)]
 
+    # ------------------------------------------------------------------ lookup
     def get(self, name: str) -> PolicySpec:
-        try:
-            return self._load()[name]
-        except KeyError:
-            raise PolicyConfigError(f"unknown policy {name!r}", policy=name) from None
+        """The spec registered under ``name`` (the first one, if two packages registered it).
 
-    def load_policy(self, name: str, config: Any = None) -> EvictionPolicy:
+        Raises :class:`PolicyConfigError` for an unknown name, or
+        :class:`~radix_evict.errors.PluginLoadError` when a plugin that failed
+        to load would have provided it.
+        """
+        spec = self._ensure().specs.get(name) if isinstance(name, str) else None
+        if spec is None:
+            raise self._unknown(name, self.choices(extended=True))
+        return spec
+
+    def _unknown(self, name: Any, offered: list[str]) -> PolicyConfigError:
+        st = self._ensure()
+        shown = repr(name)
+        near = did_you_mean(name, offered) if isinstance(name, str) else None
+        lines = [f"unknown policy {shown}; choices: {', '.join(offered) or '(none)'}"]
+        if near:
+            lines[0] += f"; {near}"
+        culprits = [f for f in st.failures if name in f.policies]
+        if not culprits and not near:
+            # It may come from a plugin that failed before registering anything.
+            culprits = list(st.failures)
+        problem_type = "unknown_policy"
+        cls: type[PolicyConfigError] = PolicyConfigError
+        if culprits:
+            exact = any(name in f.policies for f in culprits)
+            cls, problem_type = PluginLoadError, "plugin_failed"
+            verb = "comes from" if exact else "may come from"
+            lines = [f"policy {shown} is not available: it {verb} a plugin that failed to load"]
+            lines += [f"  - {f}" for f in culprits]
+            if not exact:
+                lines.append(f"  (registered policies: {', '.join(offered) or '(none)'})")
+        elif st.failures:
+            lines.append("note: plugins that failed to load: " + "; ".join(map(str, st.failures)))
+        message = "\n".join(lines)
+        problem = ConfigProblem(
+            policy=str(name),
+            key=None,
+            type=problem_type,
+            msg=message,
+            hint=near,
+            valid_keys=(),
+        )
+        return cls(message, policy=str(name), problems=[problem])
+
+    def _conflict_error(self, name: str) -> PolicyConflictError | None:
+        found = [c for c in self._ensure().conflicts if c.name == name]
+        if not found:
+            return None
+        message = "\n".join(str(c) for c in found)
+        problem = ConfigProblem(policy=name, key=None, type="name_conflict", msg=message)
+        return PolicyConflictError(message, policy=name, problems=[problem])
+
+    def _resolve(self, name: str) -> PolicySpec:
         spec = self.get(name)
-        if isinstance(config, str):
-            config = json.loads(config)
+        conflict = self._conflict_error(name)
+        if conflict is not None:
+            raise conflict
+        return spec
+
+    def check_choice(self, name: str, extended: bool = False) -> PolicySpec:
+        """The CLI's gate: ``name`` must be a ``--policy`` choice (any registered name if extended).
+
+        A registered but hidden name fails with a message that says it exists,
+        is hidden, and how to extend the choice list; an unknown name lists the
+        choices and suggests the nearest.
+        """
+        offered = self.choices(extended=extended)
+        if name in offered:
+            return self._resolve(name)
+        st = self._ensure()
+        spec = st.specs.get(name) if isinstance(name, str) else None
+        if spec is None:
+            raise self._unknown(name, offered)
+        what = "hidden" if spec.hidden else "not in the choice list"
+        message = (
+            f"policy {name!r} exists (registered by {spec.source}) but is {what}: the --policy "
+            f"choices are {', '.join(offered)}; {EXTEND_HOW}"
+        )
+        problem = ConfigProblem(
+            policy=name, key=None, type="hidden_policy", msg=message, hint=EXTEND_HOW
+        )
+        raise PolicyConfigError(message, policy=name, problems=[problem])
+
+    # ------------------------------------------------------------------ config
+    def parse_config(self, name: str, config: ConfigInput | Any = None) -> PolicyConfig:
+        """Validate ``config`` for policy ``name``; raises PolicyConfigError listing every problem."""
+        spec = self._resolve(name)
+        cfg, problems = validate_config(name, spec.config_model, config)
+        if problems or cfg is None:
+            raise PolicyConfigError.from_problems(name, problems)
+        return cfg
+
+    def load_policy(self, name: str, config: ConfigInput | Any = None) -> EvictionPolicy:
+        """Build policy ``name`` with a validated config (None, a dict or a JSON string)."""
+        spec = self._resolve(name)
+        cfg = self.parse_config(name, config)
         try:
-            cfg = spec.config_model.model_validate(config or {})
-        except ValidationError as e:
-            raise PolicyConfigError(f"policy {name!r}: {e}", policy=name) from None
-        return spec.policy(cfg)
+            return spec.policy(cfg)
+        except Exception as e:  # a valid config the policy still refuses: its own bug
+            problem = ConfigProblem(
+                policy=name, key=None, type="policy_init",
+                msg=f"{spec.policy.__name__}({cfg!r}) raised {type(e).__name__}: {e}",
+            )
+            raise PolicyConfigError(
+                f"policy {name!r} from {spec.source} failed to start: {problem.msg}",
+                policy=name, problems=[problem],
+            ) from e
+
+    def validate(
+        self, name: str, config: ConfigInput | Any = None, *, extended: bool = True
+    ) -> list[ConfigProblem]:
+        """Every problem with ``name`` and ``config`` (empty list: valid). Never raises for them.
+
+        ``extended=False`` also requires ``name`` to be a ``--policy`` choice.
+        """
+        try:
+            spec = self.check_choice(name, extended=False) if not extended else self._resolve(name)
+        except PolicyConfigError as e:
+            return list(e.problems)
+        _, problems = validate_config(name, spec.config_model, config)
+        return problems
+
+    def describe_config(self, name: str) -> list[ConfigKey]:
+        """Each config key of ``name``: type, default, constraint text, description."""
+        return describe_model(self.get(name).config_model)
+
+    def json_schema(self, name: str | None = None) -> dict[str, Any]:
+        """JSON Schema of one policy's config, or of every registered policy's (keyed by name).
+
+        Every object in it has ``additionalProperties: false``.
+        """
+        if name is not None:
+            spec = self.get(name)
+            schema = spec.config_model.model_json_schema()
+            schema.setdefault("description", spec.summary)
+            return {"$schema": SCHEMA_DIALECT, "title": f"{name} config", **_without_title(schema)}
+        properties: dict[str, Any] = {}
+        defs: dict[str, Any] = {}
+        for spec in self.specs():
+            schema = spec.config_model.model_json_schema()
+            local = schema.pop("$defs", {})
+            prefix = f"{spec.name}__"
+            for def_name, def_schema in local.items():
+                defs[prefix + def_name] = _rewrite_refs(def_schema, prefix)
+            body = _rewrite_refs(_without_title(schema), prefix)
+            body["title"] = f"{spec.name} config"
+            if spec.summary:
+                body.setdefault("description", spec.summary)
+            properties[spec.name] = body
+        out: dict[str, Any] = {
+            "$schema": SCHEMA_DIALECT,
+            "title": "radix-evict policy configs",
+            "description": "One key per registered policy; its value is that policy's config.",
+            "type": "object",
+            "properties": properties,
+            "additionalProperties": False,
+        }
+        if defs:
+            out["$defs"] = defs
+        return out
+
+
+def _without_title(schema: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in schema.items() if k != "title"}
+
+
+def _rewrite_refs(node: Any, prefix: str) -> Any:
+    """Point ``#/$defs/X`` at ``#/$defs/<prefix>X`` so several policies' defs can share a document."""
+    if isinstance(node, dict):
+        out = {}
+        for k, v in node.items():
+            if k == "$ref" and isinstance(v, str) and v.startswith("#/$defs/"):
+                out[k] = "#/$defs/" + prefix + v[len("#/$defs/"):]
+            else:
+                out[k] = _rewrite_refs(v, prefix)
+        return out
+    if isinstance(node, list):
+        return [_rewrite_refs(x, prefix) for x in node]
+    return node
+
+
+def suggest_policy(name: str, extended: bool = False) -> str | None:
+    """The registered name nearest to ``name`` (for CLIs that build their own messages)."""
+    return suggest(name, registry.choices(extended=extended))
 
 
 registry = Registry()
-load_policy = registry.load_policy
+
+
+def load_policy(name: str, config: ConfigInput | Any = None) -> EvictionPolicy:
+    """Build a registered policy with a strictly validated config (see :class:`Registry`)."""
+    return registry.load_policy(name, config)
+

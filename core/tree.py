@@ -48,7 +48,7 @@ class TreeNode:
         self,
         parent: TreeNode | None,
         key_bytes: bytes,
-        value: torch.Tensor,
+        value: Any,
         time: int,
         priority: int = 0,
     ) -> None:
@@ -93,6 +93,8 @@ def as_token_array(tokens: Any, what: str = "tokens") -> np.ndarray:
     Accepts a sequence of ints, a numpy integer array or an integer torch
     tensor. Floats, bools and other types are errors, never truncated.
     """
+    if type(tokens) is np.ndarray and tokens.dtype == np.int64 and tokens.ndim == 1:
+        return tokens
     if isinstance(tokens, torch.Tensor):
         if tokens.dtype == torch.bool or tokens.dtype.is_floating_point or tokens.is_complex():
             raise TypeError(f"{what} must be integer token ids, got a tensor of {tokens.dtype}")
@@ -126,8 +128,12 @@ def as_token_array(tokens: Any, what: str = "tokens") -> np.ndarray:
 
 def common_prefix_len(a: bytes, b: bytes, b_offset: int) -> int:
     """Tokens shared by ``a`` and ``b`` read from token ``b_offset`` on."""
+    start = b_offset * TOKEN_BYTES
+    rest = len(b) - start
+    if rest < len(a) and a.startswith(b[start:] if start else b):
+        return rest // TOKEN_BYTES  # ``b`` ends inside ``a``: the common case of a split insert
     x = np.frombuffer(a, dtype=np.int64)
-    y = np.frombuffer(b, dtype=np.int64, offset=b_offset * TOKEN_BYTES)
+    y = np.frombuffer(b, dtype=np.int64, offset=start)
     n = min(len(x), len(y))
     diff = np.flatnonzero(x[:n] != y[:n])
     return int(diff[0]) if len(diff) else n

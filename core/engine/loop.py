@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch import Tensor
-
 from radix_evict.engine.model import TinyConfig, TinyDecoder
 from radix_evict.engine.result import EngineResult
+from torch import Tensor
 
 if TYPE_CHECKING:
     from radix_evict.cache import RadixCache
@@ -84,6 +83,24 @@ class Engine:
         self._sync: Callable[[], None] = (
             torch.cuda.synchronize if pool.device.type == "cuda" else (lambda: None)
         )
+
+    def warmup(self, tokens: int = 32) -> None:
+        """Run a throwaway prefill and decode on spare slots, so the first
+        measured request does not pay for allocator and kernel start-up."""
+        n = min(tokens, self.pool.available_size()) // self.page * self.page
+        if n < 2:
+            return
+        row = self.pool.alloc(n)
+        assert row is not None
+        dev = row.device
+        toks = torch.zeros(n, dtype=torch.int64, device=dev)
+        prefill0, decode0 = self.model.prefill_tokens, self.model.decode_tokens
+        self.model.prefill(toks[: n - 1], 0, row, self.pool)
+        self.model.decode(toks[:1], torch.tensor([n - 1], device=dev), row[n - 1 :],
+                          row[None], torch.tensor([n], device=dev), self.pool)
+        self._sync()
+        self.model.prefill_tokens, self.model.decode_tokens = prefill0, decode0
+        self.pool.free(row)
 
     def run(self, requests: Sequence[EngineRequest]) -> EngineResult:
         """Serve every request; returns counters, measured TTFT and the outputs."""
@@ -154,6 +171,7 @@ class Engine:
         res.ttft_ms[i] = (time.perf_counter() - t0) * 1e3
         res.prompt_tokens += plen
         res.cached_tokens += hit
+        res.hits[i] = hit
         res.uncached_tokens += plen - hit
         return r
 
@@ -238,6 +256,7 @@ def run_engine_replay(
     pool_tokens: int = 4096, page_size: int = 1, device: str | torch.device | None = None,
     use_cache: bool = True, seed: int = 0, model_config: TinyConfig | None = None,
     dtype: torch.dtype = torch.float32, max_running: int = 4, record_logits: bool = False,
+    warmup: bool = True,
 ) -> EngineResult:
     """Replay ``requests`` through a fresh engine; the CLI's ``--model tiny`` entry point."""
     engine = build_engine(
@@ -245,6 +264,8 @@ def run_engine_replay(
         use_cache=use_cache, seed=seed, model_config=model_config, dtype=dtype,
         max_running=max_running, record_logits=record_logits,
     )
+    if warmup:
+        engine.warmup()
     res = engine.run(requests)
     res.policy = policy if use_cache else "no-cache"
     return res

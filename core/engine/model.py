@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import torch
 from torch import Tensor, nn
@@ -33,10 +33,10 @@ class TinyConfig:
     """Shape of the tiny decoder. The defaults suit a CPU replay of a few seconds."""
 
     vocab_size: int = 512
-    d_model: int = 128
-    layers: int = 2
+    d_model: int = 256
+    layers: int = 4
     heads: int = 4
-    ffn: int = 256
+    ffn: int = 1024
     rope_theta: float = 10_000.0
     logit_scale: float = 4.0
 
@@ -139,7 +139,8 @@ class TinyDecoder(nn.Module):
         ctx = row[: start + t][None]
         lens = torch.tensor([start + t], device=self.device)
         self.prefill_tokens += t
-        return self._forward(tokens[None], positions, row[start : start + t][None], ctx, lens, kv)[0]
+        slots = row[start : start + t][None]
+        return self._forward(tokens[None], positions, slots, ctx, lens, kv)[0]
 
     @torch.no_grad()
     def decode(
@@ -153,7 +154,8 @@ class TinyDecoder(nn.Module):
         context length including the new token. Returns [B, vocab] logits.
         """
         self.decode_tokens += tokens.numel()
-        return self._forward(tokens[:, None], positions[:, None], slots[:, None], ctx, lens, kv)[:, 0]
+        logits = self._forward(tokens[:, None], positions[:, None], slots[:, None], ctx, lens, kv)
+        return logits[:, 0]
 
     def _forward(
         self, tokens: Tensor, positions: Tensor, slots: Tensor, ctx: Tensor, lens: Tensor,
@@ -167,7 +169,7 @@ class TinyDecoder(nn.Module):
         )
         flat_slots = slots.reshape(-1)
         x = self.embed(tokens)
-        for i, layer in enumerate(self.layers):
+        for i, layer in enumerate(self._blocks()):
             q, k, v = self._qkv(layer, x, positions)
             kv.k_buffer[i][flat_slots] = k.reshape(b * t, cfg.heads, cfg.head_dim)
             kv.v_buffer[i][flat_slots] = v.reshape(b * t, cfg.heads, cfg.head_dim)
@@ -185,12 +187,15 @@ class TinyDecoder(nn.Module):
         positions = torch.arange(t, device=self.device)[None]
         mask = torch.ones(t, t, dtype=torch.bool, device=self.device).tril()[None]
         x = self.embed(tokens[None])
-        for layer in self.layers:
+        for layer in self._blocks():
             q, k, v = self._qkv(layer, x, positions)
             x = self._finish_layer(layer, x, _attend(q, k, v, mask))
         return self.unembed(_rms_norm(x, self.final_norm))[0]
 
     # -- shared pieces --------------------------------------------------------
+
+    def _blocks(self) -> list[_Layer]:
+        return [cast(_Layer, m) for m in self.layers]
 
     def _qkv(self, layer: _Layer, x: Tensor, positions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         cfg = self.cfg

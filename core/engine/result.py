@@ -33,6 +33,7 @@ class EngineResult:
     decode_tokens: int = 0
     wall_seconds: float = 0.0
     ttft_ms: list[float | None] = field(default_factory=list)
+    hits: list[int | None] = field(default_factory=list)  # cached prompt tokens per request
     generated: list[list[int] | None] = field(default_factory=list)
     logits: list[Tensor | None] = field(default_factory=list)
     cache_stats: dict[str, float] = field(default_factory=dict)
@@ -41,7 +42,7 @@ class EngineResult:
     def empty(cls, n: int, device: str, use_cache: bool) -> EngineResult:
         """A result with one (empty) entry per request."""
         return cls(policy="", use_cache=use_cache, device=device, requests=n,
-                   ttft_ms=[None] * n, generated=[None] * n, logits=[None] * n)
+                   ttft_ms=[None] * n, hits=[None] * n, generated=[None] * n, logits=[None] * n)
 
     @property
     def completed(self) -> int:

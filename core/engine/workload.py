@@ -8,7 +8,7 @@ different conversations interleaved so a small pool has to evict.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from radix_evict.engine.loop import EngineRequest
@@ -83,3 +83,28 @@ def requests_from_workload(
             output=tuple(answer) if forced_output and answer is not None else None,
         ))
     return converted
+
+
+# The `chat` workload shrunk to a CPU replay of seconds (its defaults hold
+# thousands of requests of thousands of tokens each).
+TINY_PARAMS: dict[str, dict[str, Any]] = {
+    "chat": {
+        "convs": 12, "max_turns": 4, "num_sys": 3, "sys_min": 32, "sys_max": 128,
+        "user_median": 24.0, "out_median": 16.0, "tool_loop_prob": 0.1,
+        "tool_result_median": 40.0,
+    },
+}
+
+
+def tiny_workload(name: str = "chat", seed: int = 0, **params: Any) -> Any:
+    """A named ``radix_evict.workloads`` workload, shrunk by ``TINY_PARAMS`` where known."""
+    from radix_evict.workloads import get_workload
+
+    return get_workload(name, seed=seed, **{**TINY_PARAMS.get(name, {}), **params})
+
+
+def default_pool_tokens(requests: Sequence[EngineRequest], max_running: int = 4) -> int:
+    """A pool that fits ``max_running`` of the largest requests plus a little:
+    small enough that the policies have to choose, large enough to admit."""
+    biggest = max((len(r.prompt) + r.max_new_tokens for r in requests), default=1)
+    return max(biggest * (max_running + 1), 64) // 64 * 64 + 64

@@ -25,7 +25,6 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-
 from radix_evict.errors import RadixEvictError
 
 Tokens = npt.NDArray[np.int64]
@@ -197,7 +196,7 @@ def suggest_tlru(growth: Sequence[int] | npt.NDArray[np.int64], what: str) -> Tl
     """Build a TlruSuggestion from per-request growth samples (tokens)."""
     values = np.asarray(growth, dtype=np.float64)
     mean = float(values.mean()) if values.size else 0.0
-    estimate = int(round(mean))
+    estimate = round(mean)
     threshold = tlru_threshold_rule(estimate)
     derivation = (
         f"next_prompt_estimate = {estimate}: mean next-turn growth {mean:.1f} tokens over "
@@ -226,7 +225,9 @@ def param_docs(params_type: type[WorkloadParams]) -> list[dict[str, Any]]:
         out.append(
             {
                 "name": f.name,
-                "type": f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type)),
+                "type": f.type
+                if isinstance(f.type, str)
+                else getattr(f.type, "__name__", str(f.type)),
                 "default": f.default,
                 "doc": f.metadata.get("doc", ""),
             }

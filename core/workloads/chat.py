@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
 from radix_evict.workloads.base import (
     ASSIST_HDR,
     FIRST_CONTENT_TOKEN,
@@ -37,7 +36,7 @@ SUMMARY = (
     "multi-turn chat: Zipf-popular shared system prompts, growing conversations, "
     "priorities 0..2, a few agentic tool loops (the default simulate workload)"
 )
-DEFAULT_POOL_TOKENS = 120_000
+DEFAULT_POOL_TOKENS = 200_000
 TOOL_STREAM = 0x7001  # second seed word of the tool-loop random stream
 
 
@@ -45,18 +44,32 @@ TOOL_STREAM = 0x7001  # second seed word of the tool-loop random stream
 class ChatParams(WorkloadParams):
     """Parameters of `chat` (names and meanings as in the harness's synthetic workload)."""
 
-    convs: int = field(default=600, metadata={"doc": "conversations"})
-    max_turns: int = field(default=8, metadata={"doc": "turns per conversation: uniform 1..max_turns"})
+    convs: int = field(default=1000, metadata={"doc": "conversations"})
+    max_turns: int = field(
+        default=8, metadata={"doc": "turns per conversation: uniform 1..max_turns"}
+    )
     num_sys: int = field(default=16, metadata={"doc": "distinct shared system prompts"})
     sys_min: int = field(default=300, metadata={"doc": "shortest system prompt (tokens)"})
     sys_max: int = field(default=2000, metadata={"doc": "longest system prompt (tokens)"})
     zipf: float = field(default=1.1, metadata={"doc": "Zipf exponent of system-prompt popularity"})
-    user_median: float = field(default=120.0, metadata={"doc": "median user message (tokens, lognormal)"})
-    out_median: float = field(default=200.0, metadata={"doc": "median assistant reply (tokens, lognormal)"})
-    conv_rate: float = field(default=2.0, metadata={"doc": "new conversations per simulated second"})
-    think_mean: float = field(default=30.0, metadata={"doc": "mean pause between turns (s, exponential)"})
-    priorities: int = field(default=3, metadata={"doc": "request priorities drawn uniformly from 0..priorities-1"})
-    vocab: int = field(default=50000, metadata={"doc": "content tokens are drawn from 100..vocab-1"})
+    user_median: float = field(
+        default=120.0, metadata={"doc": "median user message (tokens, lognormal)"}
+    )
+    out_median: float = field(
+        default=200.0, metadata={"doc": "median assistant reply (tokens, lognormal)"}
+    )
+    conv_rate: float = field(
+        default=2.0, metadata={"doc": "new conversations per simulated second"}
+    )
+    think_mean: float = field(
+        default=30.0, metadata={"doc": "mean pause between turns (s, exponential)"}
+    )
+    priorities: int = field(
+        default=3, metadata={"doc": "request priorities drawn uniformly from 0..priorities-1"}
+    )
+    vocab: int = field(
+        default=50000, metadata={"doc": "content tokens are drawn from 100..vocab-1"}
+    )
     tool_loop_prob: float = field(
         default=0.1, metadata={"doc": "share of conversations that run one agentic tool loop"}
     )
@@ -65,7 +78,9 @@ class ChatParams(WorkloadParams):
     tool_result_median: float = field(
         default=300.0, metadata={"doc": "median tool result fed back as the next prompt (tokens)"}
     )
-    tool_call_median: float = field(default=60.0, metadata={"doc": "median tool-call output (tokens)"})
+    tool_call_median: float = field(
+        default=60.0, metadata={"doc": "median tool-call output (tokens)"}
+    )
     tool_think_mean: float = field(
         default=2.0, metadata={"doc": "mean time a tool runs before its result arrives (s)"}
     )
@@ -73,12 +88,30 @@ class ChatParams(WorkloadParams):
     def validate(self) -> None:
         super().validate()
         check_integers(
-            self, "convs", "max_turns", "num_sys", "sys_min", "sys_max", "priorities", "vocab",
-            "tool_calls_min", "tool_calls_max",
+            self,
+            "convs",
+            "max_turns",
+            "num_sys",
+            "sys_min",
+            "sys_max",
+            "priorities",
+            "vocab",
+            "tool_calls_min",
+            "tool_calls_max",
         )
         check_positive(
-            self, "convs", "max_turns", "num_sys", "sys_min", "user_median", "out_median",
-            "conv_rate", "priorities", "tool_calls_min", "tool_result_median", "tool_call_median",
+            self,
+            "convs",
+            "max_turns",
+            "num_sys",
+            "sys_min",
+            "user_median",
+            "out_median",
+            "conv_rate",
+            "priorities",
+            "tool_calls_min",
+            "tool_result_median",
+            "tool_call_median",
         )
         check_non_negative(self, "zipf", "think_mean", "tool_think_mean")
         check_fraction(self, "tool_loop_prob")
@@ -96,7 +129,10 @@ def _conversations(rng: np.random.Generator, p: ChatParams) -> tuple[list[Tokens
     """System prompts and conversations, in the harness's draw order."""
     sys_prompts = [
         rng.integers(
-            FIRST_CONTENT_TOKEN, p.vocab, size=int(rng.integers(p.sys_min, p.sys_max + 1)), dtype=np.int64
+            FIRST_CONTENT_TOKEN,
+            p.vocab,
+            size=int(rng.integers(p.sys_min, p.sys_max + 1)),
+            dtype=np.int64,
         )
         for _ in range(p.num_sys)
     ]
@@ -133,10 +169,20 @@ def _with_tool_loop(rng: np.random.Generator, s: Session, p: ChatParams) -> Sess
         cl = int(np.clip(rng.lognormal(np.log(p.tool_call_median), 0.7), 2, 2000))
         think = gaps[c + 1] if c + 1 < calls else s.turns[after].think
         loop.append(
-            Turn(_message(rng, TOOL_HDR, rl, p.vocab), _message(rng, ASSIST_HDR, cl, p.vocab), think, "tool")
+            Turn(
+                _message(rng, TOOL_HDR, rl, p.vocab),
+                _message(rng, ASSIST_HDR, cl, p.vocab),
+                think,
+                "tool",
+            )
         )
     head = s.turns[after]
-    turns = [*s.turns[:after], Turn(head.user, head.output, gaps[0], head.kind), *loop, *s.turns[after + 1 :]]
+    turns = [
+        *s.turns[:after],
+        Turn(head.user, head.output, gaps[0], head.kind),
+        *loop,
+        *s.turns[after + 1 :],
+    ]
     return Session(s.start, s.prefix, turns, s.priority)
 
 
@@ -152,5 +198,10 @@ def build_chat(seed: int = 0, params: ChatParams | None = None) -> SessionWorklo
             sessions[i] = _with_tool_loop(tool_rng, s, p)
             loops += 1
     return SessionWorkload(
-        NAME, sessions, p, seed=seed, default_pool_tokens=DEFAULT_POOL_TOKENS, info={"tool_loops": loops}
+        NAME,
+        sessions,
+        p,
+        seed=seed,
+        default_pool_tokens=DEFAULT_POOL_TOKENS,
+        info={"tool_loops": loops},
     )

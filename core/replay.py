@@ -1,0 +1,527 @@
+"""Replay a workload through RadixCache + KVPool, as the side-by-side harness does.
+
+The per-request operation sequence is the harness's (``../peer/sglang_bench.py``,
+``replay_radix_evict``), so for the same workload, pool and policy the figures
+here equal the harness's radix-evict row:
+
+    arrive:  m = match_prefix(prompt); inc_lock_ref(m.last_node)
+             need = round_up(prompt + output - hit, page); evict the shortfall
+             new = alloc(need)  (None: unlock, count a failed admission)
+    finish:  insert(prompt+output cut to pages, row, priority=p, prev_prefix_len=hit)
+             insert(prompt cut to pages, row, priority=p+1, prev_prefix_len=inserted_len=Lp)
+             free the partial last page; dec_lock_ref(m.last_node)
+
+A failed admission counts its whole prompt as uncached, as in the harness.
+Everything returned has ``to_dict()`` giving plain JSON types.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from radix_evict.cache import RadixCache
+from radix_evict.errors import RadixEvictError
+from radix_evict.pool import KVPool
+from radix_evict.workloads import Request, Workload, get_workload
+
+ProgressFn = Callable[[int, int], None]
+
+DEFAULT_POLICIES: tuple[str, ...] = ("lru", "lfu", "slru", "priority", "tlru")
+TIMELINE_POINTS = 50
+PROGRESS_STEPS = 200
+
+
+class ReplayError(RadixEvictError, RuntimeError):
+    """The replay left the cache inconsistent: a lock held or a slot leaked."""
+
+
+@dataclass(frozen=True)
+class PolicyRun:
+    """One policy and config to replay; ``label`` names it in tables."""
+
+    policy: str
+    config: Mapping[str, Any] | None = None
+    label: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.label or self.policy
+
+
+@dataclass
+class TierStats:
+    """Hit figures of the requests that share one priority (or one request kind)."""
+
+    key: str
+    requests: int = 0
+    prompt_tokens: int = 0
+    hit_tokens: int = 0
+
+    @property
+    def hit_rate(self) -> float:
+        return self.hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "hit_rate": self.hit_rate}
+
+
+@dataclass(frozen=True)
+class TimelinePoint:
+    """Hit rate of one window of consecutive arrivals (for plots)."""
+
+    requests: int
+    time_s: float
+    hit_rate: float
+    cumulative_hit_rate: float
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request's outcome (kept only with ``replay(..., keep_requests=True)``)."""
+
+    rid: str
+    arrival: float
+    priority: int
+    kind: str
+    prompt_tokens: int
+    hit_tokens: int
+    admitted: bool
+
+    @property
+    def uncached_tokens(self) -> int:
+        return self.prompt_tokens - self.hit_tokens
+
+
+@dataclass
+class ReplayResult:
+    """Figures of one replay; names follow the harness's JSON where it has them."""
+
+    workload: str
+    policy: str
+    label: str
+    policy_config: dict[str, Any] | None
+    config_source: str
+    pool_tokens: int
+    page_size: int
+    requests: int
+    admitted: int
+    failed: int
+    prompt_tokens: int
+    hit_tokens: int
+    uncached_tokens: int
+    hit_rate: float
+    p50_uncached: float
+    p90_uncached: float
+    p99_uncached: float
+    mean_uncached: float
+    evicted_tokens: int
+    evict_calls: int
+    eviction_s: float
+    cache_s: float
+    wall_s: float
+    req_per_s: float
+    stats: dict[str, Any]
+    tiers: dict[int, TierStats]
+    kinds: dict[str, TierStats]
+    timeline: list[TimelinePoint]
+    workload_info: dict[str, Any] = field(default_factory=dict)
+    per_request: list[RequestRecord] | None = None
+
+    @property
+    def tier_hit_rates(self) -> dict[int, float]:
+        """Hit rate per request priority."""
+        return {p: t.hit_rate for p, t in sorted(self.tiers.items())}
+
+    def to_dict(self) -> dict[str, Any]:
+        skip = ("tiers", "kinds", "timeline", "per_request")
+        d: dict[str, Any] = {k: v for k, v in asdict(self).items() if k not in skip}
+        d["tiers"] = [{**t.to_dict(), "priority": p} for p, t in sorted(self.tiers.items())]
+        d["tier_hit_rates"] = {str(p): r for p, r in self.tier_hit_rates.items()}
+        d["kinds"] = {k: t.to_dict() for k, t in sorted(self.kinds.items())}
+        d["timeline"] = [asdict(p) for p in self.timeline]
+        if self.per_request is not None:
+            d["per_request"] = [asdict(r) for r in self.per_request]
+        return d
+
+
+@dataclass
+class MatrixResult:
+    """Policies x workloads, with a winner per workload."""
+
+    workloads: list[dict[str, Any]]
+    policies: list[str]
+    results: list[ReplayResult]
+    winners: dict[str, str]
+
+    def cell(self, workload: str, label: str) -> ReplayResult:
+        for r in self.results:
+            if r.workload == workload and r.label == label:
+                return r
+        raise KeyError((workload, label))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workloads": self.workloads,
+            "policies": self.policies,
+            "results": [r.to_dict() for r in self.results],
+            "winners": dict(self.winners),
+            "winner_rule": "highest hit rate; ties broken by lower p99 uncached tokens",
+        }
+
+
+class _Tally:
+    """Counters kept outside the timed regions (the harness's Tally, plus tiers)."""
+
+    def __init__(self, total: int, points: int, keep: bool) -> None:
+        self.records: list[RequestRecord] | None = [] if keep else None
+        self.hits = self.prompts = 0
+        self.uncached: list[int] = []
+        self.admitted = self.failed = 0
+        self.evicted = self.evict_calls = 0
+        self.tiers: dict[int, TierStats] = {}
+        self.kinds: dict[str, TierStats] = {}
+        self.window = max(1, math.ceil(total / points)) if points > 0 else 0
+        self.win_prompt = self.win_hit = self.win_n = 0
+        self.timeline: list[TimelinePoint] = []
+
+    def record(self, req: Request, plen: int, hit: int, now: float, admitted: bool) -> None:
+        prio, kind = req.priority, req.kind
+        if self.records is not None:
+            self.records.append(RequestRecord(req.rid, now, prio, kind, plen, hit, admitted))
+        if admitted:
+            self.admitted += 1
+        else:
+            self.failed += 1
+        self.hits += hit
+        self.prompts += plen
+        self.uncached.append(plen - hit)
+        for table, key in ((self.tiers, prio), (self.kinds, kind)):
+            t = table.get(key)
+            if t is None:
+                t = table[key] = TierStats(str(key))
+            t.requests += 1
+            t.prompt_tokens += plen
+            t.hit_tokens += hit
+        if self.window:
+            self.win_prompt += plen
+            self.win_hit += hit
+            self.win_n += 1
+            if self.win_n >= self.window:
+                self.flush(now)
+
+    def flush(self, now: float) -> None:
+        if not self.win_n:
+            return
+        self.timeline.append(
+            TimelinePoint(
+                requests=self.admitted + self.failed,
+                time_s=now,
+                hit_rate=self.win_hit / self.win_prompt if self.win_prompt else 0.0,
+                cumulative_hit_rate=self.hits / self.prompts if self.prompts else 0.0,
+            )
+        )
+        self.win_prompt = self.win_hit = self.win_n = 0
+
+    def percentiles(self) -> tuple[float, float, float, float]:
+        if not self.uncached:
+            return 0.0, 0.0, 0.0, 0.0
+        u = np.asarray(self.uncached)
+        p50, p90, p99 = (float(np.percentile(u, q)) for q in (50, 90, 99))
+        return p50, p90, p99, float(u.mean())
+
+
+def stats_dict(stats: Any) -> dict[str, Any]:
+    """cache.stats as a plain dict, whatever shape the cache gives it."""
+    if stats is None:
+        return {}
+    for attr in ("as_dict", "to_dict", "model_dump", "_asdict"):
+        fn = getattr(stats, attr, None)
+        if callable(fn):
+            return dict(fn())
+    if isinstance(stats, Mapping):
+        return dict(stats)
+    return {k: v for k, v in vars(stats).items() if not k.startswith("_")}
+
+
+def resolve_config(
+    workload: Workload, policy: str, config: Mapping[str, Any] | str | None
+) -> tuple[dict[str, Any] | None, str]:
+    """The config to use and where it came from ("given", "workload-suggested", "none").
+
+    tlru cannot run without a config, so a tlru run without one takes the
+    workload's suggested config (``Workload.suggested_tlru``).
+    """
+    if config is not None:
+        return (json.loads(config) if isinstance(config, str) else dict(config)), "given"
+    if policy == "tlru":
+        return workload.suggested_tlru().config, "workload-suggested"
+    return None, "none"
+
+
+def replay(
+    workload: Workload,
+    policy: str = "lru",
+    policy_config: Mapping[str, Any] | str | None = None,
+    *,
+    pool_tokens: int | None = None,
+    page_size: int = 1,
+    progress: ProgressFn | None = None,
+    timeline_points: int = TIMELINE_POINTS,
+    label: str | None = None,
+    split_prompt: bool = True,
+    keep_requests: bool = False,
+) -> ReplayResult:
+    """Replay ``workload`` through a fresh cache and return its figures.
+
+    ``pool_tokens`` defaults to the workload's ``default_pool_tokens`` and is
+    rounded down to whole pages. ``progress(done, total)`` is called about
+    200 times (arrivals done / arrivals in the workload), and once at the end.
+    Raises ReplayError if, after the replay, a lock is still held or the pool
+    and the tree do not account for every slot.
+    """
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+        raise ValueError(f"page_size must be an integer >= 1, got {page_size!r}")
+    requested = workload.default_pool_tokens if pool_tokens is None else int(pool_tokens)
+    P = page_size
+    pool_size = requested // P * P
+    if pool_size <= 0:
+        raise ValueError(f"pool of {requested} tokens holds no whole page of {P}")
+    cfg, source = resolve_config(workload, policy, policy_config)
+    pool = KVPool(size=pool_size, page_size=P, device="cpu", layers=0)
+    cache = RadixCache(pool, page_size=P, policy=policy, policy_config=cfg)
+
+    total = workload.num_requests
+    tally = _Tally(total, timeline_points, keep_requests)
+    step = max(1, total // PROGRESS_STEPS)
+    empty = torch.empty((0,), dtype=torch.int64)
+    state: dict[str, tuple[int, Any, torch.Tensor] | None] = {}
+    pc = time.perf_counter
+    t_cache = t_evict = 0.0
+    now = 0.0
+    wall0 = pc()
+    for now, kind, req in workload.events():
+        prompt = req.prompt
+        plen = len(prompt)
+        if kind == "arrive":
+            out_len = len(req.output)
+            t0 = pc()
+            m = cache.match_prefix(prompt)
+            hit = m.prefix_len
+            node = m.last_node
+            cache.inc_lock_ref(node)
+            need = -(-(plen + out_len - hit) // P) * P
+            short = need - pool.available_size()
+            if short > 0:
+                te = pc()
+                tally.evicted += cache.evict(short)
+                t_evict += pc() - te
+                tally.evict_calls += 1
+            new = pool.alloc(need) if need else empty
+            if new is None:
+                cache.dec_lock_ref(node)
+                t_cache += pc() - t0
+                state[req.rid] = None
+                tally.record(req, plen, 0, now, admitted=False)
+            else:
+                prefix = m.indices
+                t_cache += pc() - t0
+                state[req.rid] = (hit, node, torch.cat([prefix.to(new.device), new]))
+                tally.record(req, plen, hit, now, admitted=True)
+            done = tally.admitted + tally.failed
+            if progress is not None and done % step == 0:
+                progress(done, total)
+            continue
+        st = state.pop(req.rid)
+        if st is None:
+            continue
+        hit, node, row = st
+        full = np.concatenate([prompt, req.output])
+        L = len(full) // P * P
+        Lp = plen // P * P
+        fk = full[:L]
+        pk = prompt[:Lp] if split_prompt and 0 < Lp < L else None
+        prio = req.priority
+        t0 = pc()
+        if L:
+            cache.insert(fk, row[:L], priority=prio, prev_prefix_len=hit, inserted_len=0)
+        if pk is not None:
+            cache.insert(pk, row[:Lp], priority=prio + 1, prev_prefix_len=Lp, inserted_len=Lp)
+        if len(row) > L:
+            pool.free(row[L:])
+        cache.dec_lock_ref(node)
+        t_cache += pc() - t0
+    wall = pc() - wall0
+    tally.flush(now)
+    if progress is not None:
+        progress(tally.admitted + tally.failed, total)
+    _check_accounting(cache, pool, pool_size)
+    p50, p90, p99, mean = tally.percentiles()
+    n = tally.admitted + tally.failed
+    return ReplayResult(
+        workload=workload.name,
+        policy=policy,
+        label=label or policy,
+        policy_config=cfg,
+        config_source=source,
+        pool_tokens=pool_size,
+        page_size=P,
+        requests=n,
+        admitted=tally.admitted,
+        failed=tally.failed,
+        prompt_tokens=tally.prompts,
+        hit_tokens=tally.hits,
+        uncached_tokens=tally.prompts - tally.hits,
+        hit_rate=tally.hits / tally.prompts if tally.prompts else 0.0,
+        p50_uncached=p50,
+        p90_uncached=p90,
+        p99_uncached=p99,
+        mean_uncached=mean,
+        evicted_tokens=tally.evicted,
+        evict_calls=tally.evict_calls,
+        eviction_s=t_evict,
+        cache_s=t_cache,
+        wall_s=wall,
+        req_per_s=n / t_cache if t_cache > 0 else 0.0,
+        stats=stats_dict(cache.stats),
+        tiers=tally.tiers,
+        kinds=tally.kinds,
+        timeline=tally.timeline,
+        workload_info=_safe_describe(workload),
+        per_request=tally.records,
+    )
+
+
+def _safe_describe(workload: Workload) -> dict[str, Any]:
+    return json.loads(json.dumps(workload.describe(), default=str))
+
+
+def _check_accounting(cache: RadixCache, pool: KVPool, pool_size: int) -> None:
+    """The harness's end-of-replay check: no lock held, no slot leaked or freed twice."""
+    if cache.protected_size() != 0:
+        raise ReplayError(f"protected_size() {cache.protected_size()} after all dec_lock_ref")
+    if pool.available_size() + cache.evictable_size() != pool_size:
+        raise ReplayError(
+            f"pool.available_size() {pool.available_size()} + evictable_size() "
+            f"{cache.evictable_size()} != pool {pool_size} (leaked or double-freed slots)"
+        )
+
+
+def as_runs(
+    policies: Iterable[str | PolicyRun | tuple[str, Mapping[str, Any] | None]],
+) -> list[PolicyRun]:
+    """Normalise names, (name, config) pairs and PolicyRuns; make labels unique."""
+    runs: list[PolicyRun] = []
+    for p in policies:
+        if isinstance(p, PolicyRun):
+            runs.append(p)
+        elif isinstance(p, str):
+            runs.append(PolicyRun(p))
+        else:
+            name, cfg = p
+            runs.append(PolicyRun(name, cfg))
+    names = [r.name for r in runs]
+    out = []
+    for r in runs:
+        if r.label is None and names.count(r.name) > 1 and r.config is not None:
+            keys = ",".join(f"{k}={v}" for k, v in sorted(dict(r.config).items()))
+            r = PolicyRun(r.policy, r.config, f"{r.policy}[{keys}]")
+        out.append(r)
+    labels = [r.name for r in out]
+    dupes = sorted({x for x in labels if labels.count(x) > 1})
+    if dupes:
+        raise ValueError(f"policy runs with the same label: {', '.join(dupes)}")
+    return out
+
+
+def _scaled(progress: ProgressFn | None, offset: int, grand_total: int) -> ProgressFn | None:
+    if progress is None:
+        return None
+    return lambda done, _total: progress(offset + done, grand_total)
+
+
+def replay_policies(
+    workload: Workload,
+    policies: Iterable[str | PolicyRun | tuple[str, Mapping[str, Any] | None]] = DEFAULT_POLICIES,
+    *,
+    pool_tokens: int | None = None,
+    page_size: int = 1,
+    progress: ProgressFn | None = None,
+    timeline_points: int = TIMELINE_POINTS,
+) -> list[ReplayResult]:
+    """Replay one workload once per policy (x config); progress spans all of them."""
+    runs = as_runs(policies)
+    total = workload.num_requests * len(runs)
+    results = []
+    for i, run in enumerate(runs):
+        results.append(
+            replay(
+                workload,
+                run.policy,
+                run.config,
+                pool_tokens=pool_tokens,
+                page_size=page_size,
+                progress=_scaled(progress, i * workload.num_requests, total),
+                timeline_points=timeline_points,
+                label=run.name,
+            )
+        )
+    return results
+
+
+def pick_winner(results: Sequence[ReplayResult]) -> ReplayResult:
+    """Highest hit rate; ties broken by lower p99 uncached, then by order given."""
+    if not results:
+        raise ValueError("no results to pick a winner from")
+    best = results[0]
+    for r in results[1:]:
+        if (r.hit_rate, -r.p99_uncached) > (best.hit_rate, -best.p99_uncached):
+            best = r
+    return best
+
+
+def policy_matrix(
+    workloads: Iterable[str | Workload],
+    policies: Iterable[str | PolicyRun | tuple[str, Mapping[str, Any] | None]] = DEFAULT_POLICIES,
+    *,
+    seed: int = 0,
+    pool_tokens: int | None = None,
+    page_size: int = 1,
+    progress: ProgressFn | None = None,
+    timeline_points: int = TIMELINE_POINTS,
+) -> MatrixResult:
+    """Replay every workload under every policy; name a winner per workload.
+
+    Workload names are built with ``get_workload(name, seed=seed)``;
+    ``pool_tokens=None`` uses each workload's own default pool.
+    """
+    wls = [get_workload(w, seed=seed) if isinstance(w, str) else w for w in workloads]
+    runs = as_runs(policies)
+    grand = sum(w.num_requests for w in wls) * len(runs)
+    offset = 0
+    results: list[ReplayResult] = []
+    winners: dict[str, str] = {}
+    for w in wls:
+        rows = replay_policies(
+            w,
+            runs,
+            pool_tokens=pool_tokens,
+            page_size=page_size,
+            progress=_scaled(progress, offset, grand),
+            timeline_points=timeline_points,
+        )
+        offset += w.num_requests * len(runs)
+        results.extend(rows)
+        winners[w.name] = pick_winner(rows).label
+    return MatrixResult(
+        workloads=[_safe_describe(w) for w in wls],
+        policies=[r.name for r in runs],
+        results=results,
+        winners=winners,
+    )

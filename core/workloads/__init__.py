@@ -1,0 +1,142 @@
+"""Named, seed-deterministic workloads for `radix-evict simulate`, and the Mooncake reader.
+
+``get_workload(name, seed=0, **params)`` builds one; ``workload_names()`` lists
+them; ``WORKLOADS[name]`` is the spec (summary, parameter dataclass, builder).
+Parameters may be given as strings (``"600"``), as a command line would: they
+are converted to the parameter's type, and an unknown name is an error that
+names the valid ones.
+"""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from radix_evict.workloads import agentic, chat, hot_set, popularity_shift, priority_tiers
+from radix_evict.workloads.base import (
+    Event,
+    Request,
+    Session,
+    SessionWorkload,
+    TlruSuggestion,
+    Turn,
+    Workload,
+    WorkloadError,
+    WorkloadParams,
+    param_docs,
+    suggest_tlru,
+    tlru_threshold_rule,
+)
+from radix_evict.workloads.trace import MooncakeTrace, TraceError, TraceParams, load_trace
+
+DEFAULT_WORKLOAD = chat.NAME
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A registered workload: its name, one-line summary, parameters and builder."""
+
+    name: str
+    summary: str
+    params_type: type[WorkloadParams]
+    builder: Callable[..., SessionWorkload]
+
+    def make_params(self, **params: Any) -> WorkloadParams:
+        """Validated parameters; strings are converted to each field's type."""
+        known = {f.name for f in fields(self.params_type)}
+        hints = typing.get_type_hints(self.params_type)
+        values: dict[str, Any] = {}
+        for key, value in params.items():
+            if key not in known:
+                near = difflib.get_close_matches(key, sorted(known), n=1)
+                hint = f"; did you mean {near[0]!r}?" if near else ""
+                raise WorkloadError(
+                    f"workload {self.name!r} has no parameter {key!r}{hint} "
+                    f"(parameters: {', '.join(sorted(known))})"
+                )
+            values[key] = _coerce(key, value, hints[key])
+        return self.params_type(**values)
+
+    def build(self, seed: int = 0, **params: Any) -> SessionWorkload:
+        return self.builder(seed, self.make_params(**params))
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "summary": self.summary, "params": param_docs(self.params_type)}
+
+
+def _coerce(key: str, value: Any, typ: Any) -> Any:
+    """Convert a command-line string to int/float; leave typed values to validation."""
+    if not isinstance(value, str):
+        if typ is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        return value
+    try:
+        if typ is int:
+            return int(value)
+        if typ is float:
+            return float(value)
+    except ValueError:
+        raise WorkloadError(f"{key} must be {typ.__name__}, got {value!r}") from None
+    return value
+
+
+WORKLOADS: dict[str, WorkloadSpec] = {
+    m.NAME: WorkloadSpec(m.NAME, m.SUMMARY, p, b)
+    for m, p, b in (
+        (chat, chat.ChatParams, chat.build_chat),
+        (hot_set, hot_set.HotSetParams, hot_set.build_hot_set),
+        (popularity_shift, popularity_shift.ShiftParams, popularity_shift.build_popularity_shift),
+        (priority_tiers, priority_tiers.TierParams, priority_tiers.build_priority_tiers),
+        (agentic, agentic.AgenticParams, agentic.build_agentic),
+    )
+}
+
+
+def workload_names() -> list[str]:
+    """Registered workload names, the default (`chat`) first."""
+    return list(WORKLOADS)
+
+
+def get_workload(name: str, seed: int = 0, **params: Any) -> SessionWorkload:
+    """Build workload ``name`` for ``seed``; unknown names and parameters raise WorkloadError."""
+    spec = WORKLOADS.get(name)
+    if spec is None:
+        near = difflib.get_close_matches(name, list(WORKLOADS), n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise WorkloadError(f"unknown workload {name!r}{hint} (choices: {', '.join(WORKLOADS)})")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise WorkloadError(f"seed must be an integer >= 0, got {seed!r}")
+    return spec.build(seed, **params)
+
+
+def workloads_from(names: Mapping[str, Mapping[str, Any]], seed: int = 0) -> list[SessionWorkload]:
+    """Several workloads at once: ``{name: params}``."""
+    return [get_workload(n, seed=seed, **dict(p)) for n, p in names.items()]
+
+
+__all__ = [
+    "DEFAULT_WORKLOAD",
+    "WORKLOADS",
+    "Event",
+    "MooncakeTrace",
+    "Request",
+    "Session",
+    "SessionWorkload",
+    "TlruSuggestion",
+    "TraceError",
+    "TraceParams",
+    "Turn",
+    "Workload",
+    "WorkloadError",
+    "WorkloadParams",
+    "WorkloadSpec",
+    "get_workload",
+    "load_trace",
+    "param_docs",
+    "suggest_tlru",
+    "tlru_threshold_rule",
+    "workload_names",
+]
