@@ -10,6 +10,7 @@ the tree, the sizes and the pool as they were.
 
 from __future__ import annotations
 
+import heapq
 import time
 from typing import Any, NamedTuple
 
@@ -290,43 +291,63 @@ class RadixCache:
     # ------------------------------------------------------------------ locks
     def inc_lock_ref(self, node: TreeNode) -> None:
         """Protect ``node`` and its ancestors from eviction."""
-        path = self._path_to_root(node, "inc_lock_ref")
+        root = self._root
+        if type(node) is not TreeNode and not isinstance(node, TreeNode):
+            raise self._foreign_node("inc_lock_ref", node)
         moved = 0
-        for x in path:
+        x = node
+        while x is not root:
             if x.lock_ref == 0:
                 moved += x.num_tokens
             x.lock_ref += 1
+            parent = x.parent
+            if parent is None:
+                self._undo_lock_walk(node, x, +1)
+                raise self._foreign_node("inc_lock_ref", node)
+            x = parent
         self._evictable -= moved
         self._protected += moved
 
     def dec_lock_ref(self, node: TreeNode) -> None:
         """Undo one ``inc_lock_ref(node)``."""
-        path = self._path_to_root(node, "dec_lock_ref")
-        if path and node.lock_ref <= 0:
+        root = self._root
+        if node is root:
+            return
+        if not isinstance(node, TreeNode):
+            raise self._foreign_node("dec_lock_ref", node)
+        if node.lock_ref <= 0:
             raise ValueError("dec_lock_ref: node is not locked (unlocked more often than locked)")
         moved = 0
-        for x in path:
+        x = node
+        while x is not root:
             x.lock_ref -= 1
             if x.lock_ref == 0:
                 moved += x.num_tokens
-        self._evictable += moved
-        self._protected -= moved
-        if path and not node.children:
-            self._driver.offer(node)
-
-    def _path_to_root(self, node: TreeNode, op: str) -> list[TreeNode]:
-        if not isinstance(node, TreeNode):
-            raise TypeError(f"{op}: expected a TreeNode from match_prefix, got {type(node).__name__}")
-        path: list[TreeNode] = []
-        root = self._root
-        x = node
-        while x is not root:
-            path.append(x)
             parent = x.parent
             if parent is None:
-                raise ValueError(f"{op}: node is not in this cache (evicted, reset, or another cache's)")
+                self._undo_lock_walk(node, x, -1)
+                raise self._foreign_node("dec_lock_ref", node)
             x = parent
-        return path
+        self._evictable += moved
+        self._protected -= moved
+        if not node.children:
+            self._driver.offer(node)
+
+    @staticmethod
+    def _undo_lock_walk(start: TreeNode, last: TreeNode, delta: int) -> None:
+        """Roll back a lock walk that found ``start`` is not in this tree."""
+        x: TreeNode | None = start
+        while x is not None:
+            x.lock_ref -= delta
+            if x is last:
+                break
+            x = x.parent
+
+    @staticmethod
+    def _foreign_node(op: str, node: object) -> Exception:
+        if not isinstance(node, TreeNode):
+            return TypeError(f"{op}: expected a TreeNode from match_prefix, got {type(node).__name__}")
+        return ValueError(f"{op}: node is not in this cache (evicted, reset, or another cache's)")
 
     # ------------------------------------------------------------------ evict
     def evict(self, num_tokens: int) -> int:
@@ -342,12 +363,15 @@ class RadixCache:
         pb = self.page_size * TOKEN_BYTES
         freed = 0
         victims: list[SlotArray] = []
-        while freed < want:
-            node = driver.pop()
-            if node is None:
-                break
+        heap = driver.heap
+        pop = heapq.heappop
+        while freed < want and heap:
+            _, _, seq, node = pop(heap)
             parent = node.parent
-            assert parent is not None
+            # Stale entry: re-scored since, locked, grown a child, or gone from the tree.
+            if seq != node._heap_seq or node.lock_ref or node.children or parent is None:
+                continue
+            node._heap_seq = -1
             del parent.children[node.key_bytes[:pb]]
             node.parent = None
             victims.append(node.value)
@@ -358,7 +382,6 @@ class RadixCache:
             self._evictable -= freed
             self._num_nodes -= len(victims)
             self._slots.release(victims)
-        driver.compact_if_bloated(self._num_nodes)
         st = self.stats
         st.evict_calls += 1
         st.evicted_tokens += freed

@@ -366,9 +366,10 @@ def config_model_problems(model: Any) -> list[str]:
     """
     if not (isinstance(model, type) and issubclass(model, PolicyConfig)):
         return [f"{model!r} is not a subclass of radix_evict.PolicyConfig"]
+    cls: type[PolicyConfig] = model
     out: list[str] = []
-    cfg = model.model_config
-    name = model.__name__
+    cfg = cls.model_config
+    name = cls.__name__
     if cfg.get("extra") != "forbid":
         out.append(f"{name} lets unknown keys through (extra={cfg.get('extra')!r}; need 'forbid')")
     if cfg.get("frozen") is not True:
@@ -377,7 +378,7 @@ def config_model_problems(model: Any) -> list[str]:
         out.append(f"{name} coerces values (need strict=True)")
     if cfg.get("allow_inf_nan") is not False:
         out.append(f"{name} accepts NaN and infinities (need allow_inf_nan=False)")
-    for nested in _nested_models(model, {model}):
+    for nested in _nested_models(cls, {cls}):
         extra = nested.model_config.get("extra")
         if extra != "forbid":
             out.append(
@@ -385,7 +386,7 @@ def config_model_problems(model: Any) -> list[str]:
                 f"(extra={extra!r}; need 'forbid')"
             )
     try:
-        schema = model.model_json_schema()
+        schema = cls.model_json_schema()
     except Exception as e:  # a field type with no JSON form cannot come from a config file
         out.append(f"{name} has no JSON Schema: {type(e).__name__}: {e}")
         return out

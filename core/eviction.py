@@ -34,45 +34,33 @@ class EvictionDriver:
         self.policy = policy
         self._score = policy.score
         self._volatile = bool(policy.volatile_score)
-        self._heap: list[HeapEntry] = []
+        self.heap: list[HeapEntry] = []
         self._seq = 0
+        self._compact_at = 4096
 
     def offer(self, node: TreeNode) -> None:
         """(Re-)score ``node`` if it is an evictable leaf; supersedes its older entries."""
         if node.lock_ref == 0 and not node.children and node.parent is not None:
             self._seq += 1
             node._heap_seq = self._seq
-            heapq.heappush(self._heap, (self._score(node), node.last_access_time, self._seq, node))
-
-    def pop(self) -> TreeNode | None:
-        """The evictable leaf with the lowest score, removed from the candidates."""
-        heap = self._heap
-        while heap:
-            _, _, seq, node = heapq.heappop(heap)
-            if seq == node._heap_seq and is_evictable_leaf(node):
-                node._heap_seq = -1
-                return node
-        return None
+            heapq.heappush(self.heap, (self._score(node), node.last_access_time, self._seq, node))
+            if len(self.heap) > self._compact_at:
+                self._rebuild(rescore=False)
 
     def begin_evict(self) -> None:
         """Called once per ``evict``: re-score volatile policies, drop stale entries."""
         if self._volatile:
             self._rebuild(rescore=True)
 
-    def compact_if_bloated(self, live_nodes: int) -> None:
-        """Drop stale entries once they outnumber the nodes by far (bounded memory)."""
-        if len(self._heap) > 4 * live_nodes + 4096:
-            self._rebuild(rescore=False)
-
     def clear(self) -> None:
-        self._heap = []
+        self.heap = []
 
     def candidates(self) -> list[TreeNode]:
         """The current evictable leaves (each exactly once)."""
-        return [e[3] for e in self._heap if e[2] == e[3]._heap_seq and is_evictable_leaf(e[3])]
+        return [e[3] for e in self.heap if e[2] == e[3]._heap_seq and is_evictable_leaf(e[3])]
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self.heap)
 
     def _rebuild(self, rescore: bool) -> None:
         live = self.candidates()
@@ -83,6 +71,8 @@ class EvictionDriver:
                 node._heap_seq = self._seq
                 entries.append((self._score(node), node.last_access_time, self._seq, node))
         else:
-            entries = [e for e in self._heap if e[2] == e[3]._heap_seq and is_evictable_leaf(e[3])]
+            entries = [e for e in self.heap if e[2] == e[3]._heap_seq and is_evictable_leaf(e[3])]
         heapq.heapify(entries)
-        self._heap = entries
+        self.heap = entries
+        # Stale entries may again outnumber live ones 2:1 before the next sweep (amortised O(1)).
+        self._compact_at = 3 * len(entries) + 4096

@@ -182,7 +182,9 @@ def _check_spec(spec: Any, src: PluginSource) -> PolicySpec:
             f"policy {name!r}: {spec.policy!r} is not a subclass of radix_evict.EvictionPolicy"
         )
     if spec.policy.score is EvictionPolicy.score:
-        raise PolicyRegistrationError(f"policy {name!r}: {spec.policy.__name__} does not define score()")
+        raise PolicyRegistrationError(
+            f"policy {name!r}: {spec.policy.__name__} does not define score()"
+        )
     problems = config_model_problems(spec.config_model)
     if problems:
         raise PolicyRegistrationError(
@@ -298,7 +300,7 @@ class Registry:
     # ------------------------------------------------------------------ what loaded
     @property
     def failures(self) -> list[PluginFailure]:
-        """Plugins that failed to import or raised in a hook (distribution, version, entry point)."""
+        """Plugins that failed to import or raised in a hook, with distribution and entry point."""
         return list(self._ensure().failures)
 
     @property
@@ -431,7 +433,7 @@ class Registry:
 
     # ------------------------------------------------------------------ config
     def parse_config(self, name: str, config: ConfigInput | Any = None) -> PolicyConfig:
-        """Validate ``config`` for policy ``name``; raises PolicyConfigError listing every problem."""
+        """Validate ``config`` for ``name``; raises PolicyConfigError listing every problem."""
         spec = self._resolve(name)
         cfg, problems = validate_config(name, spec.config_model, config)
         if problems or cfg is None:
@@ -513,7 +515,7 @@ def _without_title(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rewrite_refs(node: Any, prefix: str) -> Any:
-    """Point ``#/$defs/X`` at ``#/$defs/<prefix>X`` so several policies' defs can share a document."""
+    """Point ``#/$defs/X`` at ``#/$defs/<prefix>X``: several policies' defs share one document."""
     if isinstance(node, dict):
         out = {}
         for k, v in node.items():

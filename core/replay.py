@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import torch
+
 from radix_evict.cache import RadixCache
 from radix_evict.errors import RadixEvictError
 from radix_evict.pool import KVPool
@@ -131,6 +132,9 @@ class ReplayResult:
     tiers: dict[int, TierStats]
     kinds: dict[str, TierStats]
     timeline: list[TimelinePoint]
+    end_protected_tokens: int = 0
+    end_evictable_tokens: int = 0
+    end_available_tokens: int = 0
     workload_info: dict[str, Any] = field(default_factory=dict)
     per_request: list[RequestRecord] | None = None
 
@@ -393,6 +397,9 @@ def replay(
         tiers=tally.tiers,
         kinds=tally.kinds,
         timeline=tally.timeline,
+        end_protected_tokens=cache.protected_size(),
+        end_evictable_tokens=cache.evictable_size(),
+        end_available_tokens=pool.available_size(),
         workload_info=_safe_describe(workload),
         per_request=tally.records,
     )

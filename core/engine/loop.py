@@ -4,12 +4,15 @@ Per request: ``match_prefix`` on the prompt less its last token (so at least
 one token always runs and yields the first logits, as SGLang does), lock the
 prefix, evict if the pool is short, allocate slots for every token whose K/V
 will exist (prompt + max_new_tokens - 1: the last generated token is never
-fed back), prefill the uncached tail, decode, insert prompt + output[:-1],
-free the slots the cache did not take, unlock.
+fed back), prefill the uncached tail, decode, insert prompt + output[:-1]
+(and, like ``radix_evict.replay``, the prompt alone at priority + 1), free
+the slots the cache did not take, unlock.
 
 Several requests run at once (``max_running``): each is prefilled on its own
-when admitted, and decode steps run them as one batch. A request that does
-not fit waits, first come first served, until running ones finish.
+when admitted, and decode steps run them as one batch. Admission is first
+come first served: a request that does not fit, or whose session still has a
+turn running, waits (and holds back the ones behind it) until running
+requests finish.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch import Tensor
+
 from radix_evict.engine.model import TinyConfig, TinyDecoder
 from radix_evict.engine.result import EngineResult
-from torch import Tensor
 
 if TYPE_CHECKING:
     from radix_evict.cache import RadixCache
@@ -35,15 +39,19 @@ if TYPE_CHECKING:
 class EngineRequest:
     """One request. ``output``, when given, is fed instead of the argmax.
 
-    Forcing the output (teacher forcing) keeps a replayed workload's later
-    turns, which quote earlier outputs, hitting the cache as they do in the
-    token-only simulation; the model still runs every decode step.
+    Requests of one ``session`` run one after another, in list order: a
+    conversation's next turn quotes the previous answer, so it cannot start
+    before that answer is finished. Forcing the output (teacher forcing)
+    keeps a replayed workload's later turns, which quote earlier outputs,
+    hitting the cache as they do in the token-only simulation; the model
+    still runs every decode step.
     """
 
     prompt: Sequence[int]
     max_new_tokens: int
     priority: int = 0
     output: Sequence[int] | None = None
+    session: int | None = None
 
     def __post_init__(self) -> None:
         if len(self.prompt) < 1 or self.max_new_tokens < 1:
@@ -71,13 +79,14 @@ class Engine:
 
     def __init__(
         self, model: TinyDecoder, pool: KVPool, cache: RadixCache | None = None,
-        max_running: int = 4, record_logits: bool = False,
+        max_running: int = 4, record_logits: bool = False, split_prompt: bool = True,
     ) -> None:
         if not pool.k_buffer or len(pool.k_buffer) != model.cfg.layers:
             raise ValueError("the pool needs one K/V buffer per model layer")
         self.model, self.pool, self.cache = model, pool, cache
         self.max_running = max_running
         self.record_logits = record_logits
+        self.split_prompt = split_prompt
         self.page = pool.page_size
         self._empty = torch.empty(0, dtype=torch.int64, device=pool.device)
         self._sync: Callable[[], None] = (
@@ -113,6 +122,9 @@ class Engine:
         while waiting or running:
             while waiting and len(running) < self.max_running:
                 i = waiting[0]
+                sess = requests[i].session
+                if sess is not None and any(r.req.session == sess for r in running):
+                    break  # its previous turn is still generating
                 r = self._admit(i, requests[i], res)
                 if r is None:
                     if running:
@@ -220,6 +232,12 @@ class Engine:
             self.cache.insert(
                 tokens[:aligned], r.row[:aligned], priority=r.req.priority, prev_prefix_len=r.hit
             )
+        plen = len(r.req.prompt) // self.page * self.page
+        if self.split_prompt and 0 < plen < aligned:
+            # SGLang's prompt-boundary split (as in radix_evict.replay): the
+            # prompt part gets priority + 1 and a node boundary of its own.
+            self.cache.insert(tokens[:plen], r.row[:plen], priority=r.req.priority + 1,
+                              prev_prefix_len=plen, inserted_len=plen)
         if r.row.numel() > aligned:
             self.pool.free(r.row[aligned:])
         assert r.node is not None
@@ -230,7 +248,7 @@ def build_engine(
     policy: str = "lru", config: Any = None, *, pool_tokens: int = 4096, page_size: int = 1,
     device: str | torch.device | None = None, use_cache: bool = True, seed: int = 0,
     model_config: TinyConfig | None = None, dtype: torch.dtype = torch.float32,
-    max_running: int = 4, record_logits: bool = False,
+    max_running: int = 4, record_logits: bool = False, split_prompt: bool = True,
     pool_factory: Callable[..., KVPool] | None = None,
 ) -> Engine:
     """A seeded model, a pool sized for it and, unless ``use_cache`` is off, a cache.
@@ -248,7 +266,8 @@ def build_engine(
     pool = make(pool_tokens, page_size=page_size, device=dev, layers=cfg.layers,
                 heads=cfg.heads, head_dim=cfg.head_dim, dtype=dtype)
     cache = RadixCache(pool, policy=policy, policy_config=config) if use_cache else None
-    return Engine(model, pool, cache, max_running=max_running, record_logits=record_logits)
+    return Engine(model, pool, cache, max_running=max_running, record_logits=record_logits,
+                  split_prompt=split_prompt)
 
 
 def run_engine_replay(
@@ -256,13 +275,13 @@ def run_engine_replay(
     pool_tokens: int = 4096, page_size: int = 1, device: str | torch.device | None = None,
     use_cache: bool = True, seed: int = 0, model_config: TinyConfig | None = None,
     dtype: torch.dtype = torch.float32, max_running: int = 4, record_logits: bool = False,
-    warmup: bool = True,
+    split_prompt: bool = True, warmup: bool = True,
 ) -> EngineResult:
     """Replay ``requests`` through a fresh engine; the CLI's ``--model tiny`` entry point."""
     engine = build_engine(
         policy, config, pool_tokens=pool_tokens, page_size=page_size, device=device,
         use_cache=use_cache, seed=seed, model_config=model_config, dtype=dtype,
-        max_running=max_running, record_logits=record_logits,
+        max_running=max_running, record_logits=record_logits, split_prompt=split_prompt,
     )
     if warmup:
         engine.warmup()

@@ -50,13 +50,19 @@ def _rms_norm(x: Tensor, weight: Tensor) -> Tensor:
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight
 
 
-def _rotate(x: Tensor, positions: Tensor, theta: float) -> Tensor:
-    """Apply rotary embeddings; x: [B, T, H, D], positions: [B, T] absolute."""
+def _rope(positions: Tensor, head_dim: int, theta: float, dtype: torch.dtype
+          ) -> tuple[Tensor, Tensor]:
+    """cos and sin [B, T, 1, head_dim/2] of absolute ``positions`` [B, T], once per forward."""
+    half = head_dim // 2
+    freqs = theta ** (-torch.arange(half, device=positions.device, dtype=torch.float64) / half)
+    angles = positions.to(torch.float64)[..., None] * freqs
+    return angles.cos().to(dtype)[:, :, None, :], angles.sin().to(dtype)[:, :, None, :]
+
+
+def _rotate(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
+    """Apply rotary embeddings to x [B, T, H, D]."""
+    cos, sin = rope
     half = x.shape[-1] // 2
-    freqs = theta ** (-torch.arange(half, device=x.device, dtype=torch.float64) / half)
-    angles = positions.to(torch.float64)[..., None] * freqs  # [B, T, half]
-    cos = angles.cos().to(x.dtype)[:, :, None, :]
-    sin = angles.sin().to(x.dtype)[:, :, None, :]
     x1, x2 = x[..., :half], x[..., half:]
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
@@ -168,9 +174,10 @@ class TinyDecoder(nn.Module):
             keys[None, None, :] < lens[:, None, None]
         )
         flat_slots = slots.reshape(-1)
+        rope = _rope(positions, cfg.head_dim, cfg.rope_theta, self.dtype)
         x = self.embed(tokens)
         for i, layer in enumerate(self._blocks()):
-            q, k, v = self._qkv(layer, x, positions)
+            q, k, v = self._qkv(layer, x, rope)
             kv.k_buffer[i][flat_slots] = k.reshape(b * t, cfg.heads, cfg.head_dim)
             kv.v_buffer[i][flat_slots] = v.reshape(b * t, cfg.heads, cfg.head_dim)
             # Read everything back from the pool, the new tokens included.
@@ -186,9 +193,10 @@ class TinyDecoder(nn.Module):
         t = tokens.numel()
         positions = torch.arange(t, device=self.device)[None]
         mask = torch.ones(t, t, dtype=torch.bool, device=self.device).tril()[None]
+        rope = _rope(positions, self.cfg.head_dim, self.cfg.rope_theta, self.dtype)
         x = self.embed(tokens[None])
         for layer in self._blocks():
-            q, k, v = self._qkv(layer, x, positions)
+            q, k, v = self._qkv(layer, x, rope)
             x = self._finish_layer(layer, x, _attend(q, k, v, mask))
         return self.unembed(_rms_norm(x, self.final_norm))[0]
 
@@ -197,12 +205,13 @@ class TinyDecoder(nn.Module):
     def _blocks(self) -> list[_Layer]:
         return [cast(_Layer, m) for m in self.layers]
 
-    def _qkv(self, layer: _Layer, x: Tensor, positions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def _qkv(self, layer: _Layer, x: Tensor, rope: tuple[Tensor, Tensor]
+             ) -> tuple[Tensor, Tensor, Tensor]:
         cfg = self.cfg
         b, t, _ = x.shape
         qkv = layer.qkv(_rms_norm(x, layer.norm1)).view(b, t, 3, cfg.heads, cfg.head_dim)
-        q = _rotate(qkv[:, :, 0], positions, cfg.rope_theta)
-        k = _rotate(qkv[:, :, 1], positions, cfg.rope_theta)
+        q = _rotate(qkv[:, :, 0], rope)
+        k = _rotate(qkv[:, :, 1], rope)
         return q, k, qkv[:, :, 2]
 
     @staticmethod

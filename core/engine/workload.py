@@ -40,7 +40,7 @@ def tiny_chat_requests(
             answer = tokens(n_out)
             out.append(EngineRequest(
                 prompt=tuple(prompt), max_new_tokens=n_out, priority=priority[c],
-                output=tuple(answer) if forced_output else None,
+                output=tuple(answer) if forced_output else None, session=c,
             ))
             history[c] = prompt + answer
     return out
@@ -63,7 +63,7 @@ def requests_from_workload(
 
     Accepts objects or mappings with ``prompt`` (or ``tokens``/``input_ids``),
     ``output`` (or ``out``/``output_ids``) or ``max_new_tokens``/``output_len``,
-    and ``priority`` (or ``prio``). ``max_prompt`` truncates long prompts.
+    ``priority`` (or ``prio``) and ``session``. ``max_prompt`` truncates long prompts.
     """
     converted: list[EngineRequest] = []
     for req in requests:
@@ -78,9 +78,11 @@ def requests_from_workload(
         if not toks or n < 1:
             continue
         prio = _field(req, "priority", "prio")
+        session = _field(req, "session")
         converted.append(EngineRequest(
             prompt=tuple(toks), max_new_tokens=n, priority=int(prio or 0),
             output=tuple(answer) if forced_output and answer is not None else None,
+            session=None if session is None else int(session),
         ))
     return converted
 
@@ -90,7 +92,7 @@ def requests_from_workload(
 TINY_PARAMS: dict[str, dict[str, Any]] = {
     "chat": {
         "convs": 12, "max_turns": 4, "num_sys": 3, "sys_min": 32, "sys_max": 128,
-        "user_median": 24.0, "out_median": 16.0, "tool_loop_prob": 0.1,
+        "user_median": 24.0, "out_median": 8.0, "tool_loop_prob": 0.1,
         "tool_result_median": 40.0,
     },
 }
@@ -103,8 +105,9 @@ def tiny_workload(name: str = "chat", seed: int = 0, **params: Any) -> Any:
     return get_workload(name, seed=seed, **{**TINY_PARAMS.get(name, {}), **params})
 
 
-def default_pool_tokens(requests: Sequence[EngineRequest], max_running: int = 4) -> int:
-    """A pool that fits ``max_running`` of the largest requests plus a little:
+def default_pool_tokens(requests: Sequence[EngineRequest]) -> int:
+    """A fifth of the prompt tokens, and at least twice the largest request:
     small enough that the policies have to choose, large enough to admit."""
     biggest = max((len(r.prompt) + r.max_new_tokens for r in requests), default=1)
-    return max(biggest * (max_running + 1), 64) // 64 * 64 + 64
+    total = sum(len(r.prompt) for r in requests)
+    return -(-max(2 * biggest, total // 5, 64) // 64) * 64

@@ -118,7 +118,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _marker_of(obj: type) -> pytest.Mark | None:
     for mark in getattr(obj, "pytestmark", []):
         if getattr(mark, "name", None) == MARKER:
-            return mark  # type: ignore[no-any-return]
+            return mark
     return None
 
 
@@ -144,7 +144,9 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
     """Mix the conformance suite into a test class that carries the marker."""
     if not inspect.isclass(obj) or issubclass(obj, PolicyConformance):
         return None
-    if not isinstance(collector, (pytest.Module, pytest.Class)) or not collector.istestclass(obj, name):
+    if not isinstance(collector, (pytest.Module, pytest.Class)):
+        return None
+    if not collector.istestclass(obj, name):
         return None
     mark = _marker_of(obj)
     if mark is None:

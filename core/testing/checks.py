@@ -75,10 +75,11 @@ def check_registration(
     )
     problems = config_model_problems(spec.config_model)
     assert not problems, f"{name!r}: config model is not strict: {problems}"
-    policy = reg.load_policy(name, config)
-    assert isinstance(policy, spec.policy), f"load_policy({name!r}) built {type(policy).__name__}"
-    assert isinstance(policy.config, spec.config_model), (
-        f"{name!r}: policy.config is {type(policy.config).__name__}, "
+    built = reg.load_policy(name, config)
+    built_config = built.config
+    assert type(built) is spec.policy, f"load_policy({name!r}) built {type(built).__name__}"
+    assert isinstance(built_config, spec.config_model), (
+        f"{name!r}: policy.config is {type(built_config).__name__}, "
         f"not {spec.config_model.__name__}"
     )
     if public is True:
@@ -119,7 +120,7 @@ def _typos(key: str, valid: Sequence[str]) -> Iterator[str]:
 
 
 def _names_key(problems: Sequence[ConfigProblem], key: str) -> bool:
-    return any(p.key is not None and (p.key == key or p.key.startswith(key + ".")) for p in problems)
+    return any(p.key == key or (p.key or "").startswith(key + ".") for p in problems)
 
 
 def check_config_strict(name: str, config: Any = None, *, registry: Registry | None = None) -> None:
@@ -130,7 +131,8 @@ def check_config_strict(name: str, config: Any = None, *, registry: Registry | N
     data = valid.model_dump(mode="python", by_alias=True)
     keys = spec.keys
 
-    assert reg.parse_config(name, json.dumps(valid.model_dump(mode="json", by_alias=True))) == valid, (
+    text = json.dumps(valid.model_dump(mode="json", by_alias=True))
+    assert reg.parse_config(name, text) == valid, (
         f"{name!r}: the config as a JSON string does not give the same config as the dict"
     )
     assert reg.validate(name, data) == [], f"{name!r}: its own dumped config does not validate"
@@ -139,7 +141,7 @@ def check_config_strict(name: str, config: Any = None, *, registry: Registry | N
     assert any(p.key == BOGUS_KEY and p.type == "extra_forbidden" for p in problems), (
         f"{name!r}: an unknown key was not reported as unknown: {problems}"
     )
-    assert all(p.policy == name for p in problems), f"a problem does not name the policy: {problems}"
+    assert all(p.policy == name for p in problems), f"a problem lacks the policy: {problems}"
     message = reg_error(reg, name, {**data, BOGUS_KEY: 1})
     assert name in message and BOGUS_KEY in message, f"the error message names neither: {message}"
 
@@ -210,24 +212,26 @@ def _compare(a: Any, b: Any, where: str) -> None:
         outcomes = [a < b, a == b, a > b]
     except TypeError as e:
         raise AssertionError(f"{where}: scores {a!r} and {b!r} do not compare: {e}") from None
-    assert sum(bool(x) for x in outcomes) == 1, f"{where}: scores {a!r}, {b!r} are not totally ordered"
+    assert sum(bool(x) for x in outcomes) == 1, f"{where}: {a!r}, {b!r} are not totally ordered"
 
 
-def score_snapshots(policy: EvictionPolicy, other: EvictionPolicy, leaves: Sequence[NodeSnapshot]) -> None:
+def score_snapshots(
+    policy: EvictionPolicy, other: EvictionPolicy, leaves: Sequence[NodeSnapshot]
+) -> None:
     """Total, deterministic, side-effect free on ``leaves`` (``other`` is a second instance)."""
     name = type(policy).__name__
     keys = []
     for leaf in leaves:
         before = leaf.fields()
         try:
-            s1 = policy.score(leaf)  # type: ignore[arg-type]
+            s1 = policy.score(leaf)
         except Exception as e:
             raise AssertionError(f"{name}.score raised {type(e).__name__}: {e} on {leaf!r}") from e
         _check_score_value(s1, f"{name}.score({leaf!r})")
         assert leaf.fields() == before, f"{name}.score changed the node it scored"
         if not policy.volatile_score:
-            s2 = policy.score(leaf)  # type: ignore[arg-type]
-            s3 = other.score(leaf.clone())  # type: ignore[arg-type]
+            s2 = policy.score(leaf)
+            s3 = other.score(leaf.clone())
             assert s1 == s2, f"{name}.score is not deterministic: {s1!r} then {s2!r}"
             assert s1 == s3, (
                 f"{name}.score differs between two equal nodes / instances: {s1!r} vs {s3!r}"
@@ -369,7 +373,8 @@ class CacheHarness:
         before, avail = cache.evictable_size(), pool.available_size()
         freed = cache.evict(k)
         assert freed == before - cache.evictable_size(), (
-            f"evict({k}) returned {freed} but evictable size went {before} -> {cache.evictable_size()}"
+            f"evict({k}) returned {freed}; evictable size went {before} -> "
+            f"{cache.evictable_size()}"
         )
         assert pool.available_size() - avail == freed, (
             f"evict({k}) returned {freed} but the pool got {pool.available_size() - avail} back"
@@ -385,8 +390,8 @@ class CacheHarness:
             kept = [keys[id(x)] for x in cands if _attached(x, self.root)]
             if gone and kept:
                 assert max(gone) <= min(kept), (
-                    f"evict({k}) took a leaf keyed {max(gone)!r} while {min(kept)!r} (lower) stayed: "
-                    "the policy's order was not followed"
+                    f"evict({k}) took a leaf keyed {max(gone)!r} while {min(kept)!r} "
+                    "(lower) stayed: the policy's order was not followed"
                 )
 
     def match(self, tokens: list[int]) -> None:
@@ -440,17 +445,20 @@ def check_cache_invariants(
     from hypothesis import strategies as st
 
     reg = _reg(registry)
-    tokens = st.lists(st.integers(0, 3), max_size=16)
+    tokens = st.lists(st.integers(0, 4), min_size=1, max_size=12)
+    amount = st.one_of(st.integers(1, 6), st.integers(1, pool_tokens + 8))
+    insert = st.tuples(st.just("insert"), tokens, st.integers(-2, 3), st.booleans())
     op = st.one_of(
-        st.tuples(st.just("insert"), tokens, st.integers(-2, 3), st.booleans()),
+        insert,
+        insert,  # inserts weigh double: they build the branchy trees eviction needs
         st.tuples(st.just("lock"), tokens),
         st.tuples(st.just("unlock"), st.integers(0, 50)),
-        st.tuples(st.just("evict"), st.integers(1, pool_tokens + 8)),
+        st.tuples(st.just("evict"), amount),
         st.tuples(st.just("match"), tokens),
     )
 
     @settings(max_examples=max_examples, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(st.lists(op, max_size=40))
+    @given(st.lists(op, min_size=20, max_size=80))
     def run(ops: list[tuple[Any, ...]]) -> None:
         h = CacheHarness(reg.load_policy(name, config), pool_tokens, page_size)
         for kind, *args in ops:

@@ -59,7 +59,9 @@ def chain(levels: list[dict[str, int]]) -> NodeSnapshot:
     root = NodeSnapshot(lock_ref=1)
     node = root
     for spec in levels:
-        child = NodeSnapshot(parent=node, **spec)
+        child = NodeSnapshot(parent=node)
+        for key, value in spec.items():
+            setattr(child, key, value)
         child.prefix_len = node.prefix_len + child.num_tokens
         node.children[len(node.children)] = child
         node = child

@@ -104,7 +104,9 @@ def get_workload(name: str, seed: int = 0, **params: Any) -> SessionWorkload:
     """Build workload ``name`` for ``seed``; unknown names and parameters raise WorkloadError."""
     spec = WORKLOADS.get(name)
     if spec is None:
-        near = difflib.get_close_matches(name, list(WORKLOADS), n=1)
+        near = [w for w in WORKLOADS if w.startswith(name)] or difflib.get_close_matches(
+            name, list(WORKLOADS), n=1
+        )
         hint = f"; did you mean {near[0]!r}?" if near else ""
         raise WorkloadError(f"unknown workload {name!r}{hint} (choices: {', '.join(WORKLOADS)})")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from radix_evict.workloads.base import (
     ASSIST_HDR,
     TOOL_HDR,

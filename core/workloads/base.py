@@ -25,6 +25,7 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+
 from radix_evict.errors import RadixEvictError
 
 Tokens = npt.NDArray[np.int64]

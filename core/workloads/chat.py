@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from radix_evict.workloads.base import (
     ASSIST_HDR,
     FIRST_CONTENT_TOKEN,

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
 from radix_evict.errors import RadixEvictError
 from radix_evict.workloads.base import (
     Event,

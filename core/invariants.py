@@ -1,0 +1,105 @@
+"""A full consistency check of a cache and its pool, for tests and the conformance kit.
+
+It walks the whole tree, so it is for tests, not for serving.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import torch
+
+from radix_evict.cache import RadixCache
+from radix_evict.eviction import is_evictable_leaf
+from radix_evict.tree import TOKEN_BYTES
+
+
+class InvariantError(AssertionError):
+    """The cache or its pool is inconsistent."""
+
+
+def _as_np(slots: Any) -> np.ndarray:
+    if isinstance(slots, torch.Tensor):
+        return slots.detach().cpu().numpy().astype(np.int64, copy=False)
+    return np.asarray(slots, dtype=np.int64)
+
+
+def check_cache(cache: RadixCache, held_by_callers: Iterable[Any] = ()) -> None:
+    """Raise :class:`InvariantError` unless the tree, its sizes and the pool agree.
+
+    ``held_by_callers``: slot arrays that callers allocated and still hold
+    (not yet given to the cache). Checked: links, page alignment, lengths,
+    lock counts, prefix and history lengths, evictable/protected sizes, the
+    eviction candidates, and that every pool slot is free, held by exactly one
+    node, or held by a caller.
+    """
+
+    def fail(msg: str) -> None:
+        raise InvariantError(msg)
+
+    root = cache.root
+    P = cache.page_size
+    if root.parent is not None or root.lock_ref < 1:
+        fail("the root must have no parent and stay locked")
+    evictable = protected = 0
+    owned: list[np.ndarray] = []
+    leaves = set()
+    stack = [root]
+    count = 0
+    while stack:
+        x = stack.pop()
+        for first, c in x.children.items():
+            count += 1
+            if c.parent is not x:
+                fail(f"{c!r}: parent link broken")
+            if c.key_bytes[: P * TOKEN_BYTES] != first:
+                fail(f"{c!r}: filed under the wrong first page")
+            if c.num_tokens <= 0 or c.num_tokens % P:
+                fail(f"{c!r}: {c.num_tokens} tokens is not a positive whole number of pages")
+            if len(c.key_bytes) != c.num_tokens * TOKEN_BYTES or len(c.value) != c.num_tokens:
+                fail(f"{c!r}: key, value and num_tokens disagree")
+            if c.prefix_len != x.prefix_len + c.num_tokens:
+                fail(f"{c!r}: prefix_len {c.prefix_len} != parent's {x.prefix_len} + {c.num_tokens}")
+            if c.history_len < c.prefix_len or (x is not root and x.history_len < c.history_len):
+                fail(f"{c!r}: history_len below the branch's depth")
+            if c.lock_ref < 0 or (x is not root and c.lock_ref > x.lock_ref):
+                fail(f"{c!r}: lock_ref {c.lock_ref} exceeds its parent's {x.lock_ref}")
+            if c.lock_ref:
+                protected += c.num_tokens
+            else:
+                evictable += c.num_tokens
+            if is_evictable_leaf(c):
+                leaves.add(id(c))
+            owned.append(_as_np(c.value))
+            stack.append(c)
+    if count != cache.num_nodes:
+        fail(f"num_nodes {cache.num_nodes} but the tree has {count}")
+    if (evictable, protected) != (cache.evictable_size(), cache.protected_size()):
+        fail(
+            f"sizes: tree has evictable={evictable} protected={protected}, cache reports "
+            f"{cache.evictable_size()} and {cache.protected_size()}"
+        )
+    candidates = cache.evictable_leaves()
+    if len(candidates) != len(leaves) or {id(c) for c in candidates} != leaves:
+        fail("the eviction driver's candidates are not exactly the evictable leaves")
+    callers = [_as_np(s) for s in held_by_callers]
+    tree_slots = np.concatenate(owned) if owned else np.empty(0, np.int64)
+    caller_slots = np.concatenate(callers) if callers else np.empty(0, np.int64)
+    every = np.concatenate([tree_slots, caller_slots])
+    uniq, counts = np.unique(every, return_counts=True)
+    if (counts > 1).any():
+        fail(f"slot {int(uniq[counts > 1][0])} is held twice (by nodes and/or callers)")
+    pool = cache.pool
+    size = getattr(pool, "size", None)
+    if size is not None and pool.available_size() + len(every) != size:
+        fail(
+            f"slot accounting: {pool.available_size()} free + {len(tree_slots)} in the tree + "
+            f"{len(caller_slots)} held by callers != pool size {size}"
+        )
+    is_allocated = getattr(pool, "is_allocated", None)
+    if is_allocated is not None:
+        for s in every[: min(len(every), 4096)]:
+            if not is_allocated(int(s)):
+                fail(f"slot {int(s)} is held but the pool counts it as free")

@@ -1,0 +1,124 @@
+"""Bad input gets a clear error naming what is wrong, and changes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from conftest import Rig
+
+from radix_evict import KVPool, RadixCache
+from radix_evict.invariants import check_cache
+
+
+def snapshot(rig: Rig) -> tuple[Any, ...]:
+    nodes = sorted(
+        (x.key.tolist(), np.asarray(x.value).tolist(), x.lock_ref, x.hit_count, x.priority,
+         x.last_access_time, x.history_len)
+        for x in rig.cache.iter_nodes()
+    )
+    c = rig.cache
+    return (nodes, c.evictable_size(), c.protected_size(), rig.pool.available_size())
+
+
+@pytest.fixture
+def busy() -> Rig:
+    rig = Rig(size=64)
+    rig.insert([1, 2, 3, 4])
+    rig.insert([1, 2, 3, 4, 5, 6])
+    rig.insert([7, 8, 9])
+    node = rig.cache.match_prefix([7, 8, 9]).last_node
+    rig.cache.inc_lock_ref(node)
+    rig.unlocked = rig.cache.match_prefix([1, 2, 3, 4]).last_node  # type: ignore[attr-defined]
+    rig.caller_slots = []  # type: ignore[attr-defined]
+    return rig
+
+
+def fresh(rig: Rig, n: int) -> torch.Tensor:
+    """Slots a caller allocated for its arguments: still the caller's after the error."""
+    slots = rig.pool.alloc(n)
+    assert slots is not None
+    rig.caller_slots.append(slots)  # type: ignore[attr-defined]
+    return slots
+
+
+CASES: list[tuple[str, Callable[[Rig], Any], type[Exception], str]] = [
+    ("empty key", lambda r: r.cache.insert([], fresh(r, 0)), ValueError, "empty key"),
+    ("length mismatch", lambda r: r.cache.insert([1, 2, 3], fresh(r, 2)), ValueError, "differ in length"),
+    ("float tokens", lambda r: r.cache.insert([1.0, 2.5], fresh(r, 2)), TypeError, "integer token"),
+    ("bool tokens", lambda r: r.cache.match_prefix([True, False]), TypeError, "integer token"),
+    ("string tokens", lambda r: r.cache.match_prefix("abc"), TypeError, "integer token"),
+    ("float tensor", lambda r: r.cache.match_prefix(torch.tensor([1.0, 2.0])), TypeError, "float"),
+    ("2-D tokens", lambda r: r.cache.match_prefix(np.zeros((2, 2), dtype=np.int64)), ValueError, "1-D"),
+    ("huge token", lambda r: r.cache.match_prefix([2**70]), TypeError, "integer token"),
+    ("float slots", lambda r: r.cache.insert([1, 2], torch.tensor([1.0, 2.0])), TypeError, "integer"),
+    ("slots on another device", lambda r: r.cache.insert([1, 2], torch.empty(2, dtype=torch.int64, device="meta")),
+     ValueError, "meta"),
+    ("list slots", lambda r: r.cache.insert([1, 2], [5, 6]), TypeError, "torch tensor"),
+    ("negative prev_prefix_len", lambda r: r.cache.insert([1, 2], fresh(r, 2), prev_prefix_len=-1),
+     ValueError, "prev_prefix_len"),
+    ("prev_prefix_len too long", lambda r: r.cache.insert([1, 2], fresh(r, 2), prev_prefix_len=3),
+     ValueError, "prev_prefix_len"),
+    ("float priority", lambda r: r.cache.insert([1, 2], fresh(r, 2), priority=1.5), TypeError, "priority"),
+    ("evict(0)", lambda r: r.cache.evict(0), ValueError, "num_tokens"),
+    ("evict(-3)", lambda r: r.cache.evict(-3), ValueError, "num_tokens"),
+    ("evict(1.5)", lambda r: r.cache.evict(1.5), TypeError, "num_tokens"),
+    ("evict(True)", lambda r: r.cache.evict(True), TypeError, "num_tokens"),
+    ("double unlock", lambda r: r.cache.dec_lock_ref(r.unlocked),
+     ValueError, "not locked"),
+    ("lock a non-node", lambda r: r.cache.inc_lock_ref("node"), TypeError, "TreeNode"),
+    ("reset while locked", lambda r: r.cache.reset(), RuntimeError, "locked"),
+]
+
+
+@pytest.mark.parametrize(("what", "call", "exc", "message"), CASES, ids=[c[0] for c in CASES])
+def test_bad_input_raises_and_changes_nothing(
+    busy: Rig, what: str, call: Callable[[Rig], Any], exc: type[Exception], message: str
+) -> None:
+    before = snapshot(busy)
+    with pytest.raises(exc, match=message):
+        call(busy)
+    after = snapshot(busy)
+    assert after[:3] == before[:3], f"{what}: the tree changed"
+    taken = sum(len(s) for s in busy.caller_slots)  # type: ignore[attr-defined]
+    assert after[3] == before[3] - taken, f"{what}: slots were taken or freed"
+    check_cache(busy.cache, held_by_callers=busy.caller_slots)  # type: ignore[attr-defined]
+
+
+def test_double_unlock_of_a_foreign_node_rolls_back() -> None:
+    a, b = Rig(), Rig()
+    a.insert([1, 2, 3])
+    node = a.cache.match_prefix([1, 2, 3]).last_node
+    a.cache.inc_lock_ref(node)
+    with pytest.raises(ValueError, match="not in this cache"):
+        b.cache.dec_lock_ref(node)
+    with pytest.raises(ValueError, match="not in this cache"):
+        b.cache.inc_lock_ref(node)
+    assert node.lock_ref == 1
+    a.cache.dec_lock_ref(node)
+    check_cache(a.cache)
+    check_cache(b.cache)
+
+
+def test_evicted_node_cannot_be_locked() -> None:
+    rig = Rig()
+    rig.insert([1, 2, 3])
+    node = rig.cache.match_prefix([1, 2, 3]).last_node
+    rig.cache.evict(3)
+    with pytest.raises(ValueError, match="not in this cache"):
+        rig.cache.inc_lock_ref(node)
+    check_cache(rig.cache)
+
+
+def test_page_size_must_match_the_pool() -> None:
+    pool = KVPool(size=64, page_size=4, device="cpu")
+    with pytest.raises(ValueError, match="page_size 8 differs"):
+        RadixCache(pool, page_size=8)
+
+
+def test_pool_must_be_an_allocator() -> None:
+    with pytest.raises(TypeError, match="alloc"):
+        RadixCache(object())  # type: ignore[arg-type]

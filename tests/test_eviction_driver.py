@@ -1,0 +1,72 @@
+"""The incremental eviction driver: exact for volatile scores, bounded in memory."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from conftest import Rig
+
+from radix_evict import EvictionPolicy, TreeNode
+from radix_evict.invariants import check_cache
+
+
+class ExternalCost(EvictionPolicy):
+    """Scores read a table outside the tree: they change without the node being touched."""
+
+    name = "external-cost"
+    volatile_score: ClassVar[bool] = True
+    cost: ClassVar[dict[int, float]] = {}
+
+    def score(self, node: TreeNode) -> float:
+        return self.cost.get(int(node.key[0]), 0.0)
+
+
+class StaleExternalCost(ExternalCost):
+    volatile_score: ClassVar[bool] = False
+
+
+def build(policy: EvictionPolicy) -> Rig:
+    rig = Rig(policy=policy)
+    for first in (1, 2, 3):
+        rig.insert([first, first])
+    return rig
+
+
+def test_volatile_scores_are_rescored_on_every_evict() -> None:
+    ExternalCost.cost = {1: 5.0, 2: 1.0, 3: 9.0}
+    rig = build(ExternalCost())
+    ExternalCost.cost = {1: 0.5, 2: 8.0, 3: 9.0}  # changes after the nodes were scored
+    rig.cache.evict(1)
+    assert rig.leaf_tokens() == [[2, 2], [3, 3]]
+    check_cache(rig.cache)
+
+
+def test_a_policy_that_hides_volatility_gets_stale_order() -> None:
+    """Why the flag exists: without it the heap keeps the scores seen at insert."""
+    ExternalCost.cost = {1: 5.0, 2: 1.0, 3: 9.0}
+    rig = build(StaleExternalCost())
+    ExternalCost.cost = {1: 0.5, 2: 8.0, 3: 9.0}
+    rig.cache.evict(1)
+    assert rig.leaf_tokens() == [[1, 1], [3, 3]]
+
+
+def test_ties_fall_back_to_least_recently_used() -> None:
+    ExternalCost.cost = {}
+    rig = build(ExternalCost())  # every score 0.0
+    rig.cache.match_prefix([1, 1])
+    rig.cache.evict(1)
+    assert rig.leaf_tokens() == [[1, 1], [3, 3]]  # [2, 2] is now the least recent
+
+
+def test_stale_heap_entries_are_compacted() -> None:
+    rig = Rig(size=4096)
+    for first in range(50):
+        rig.insert([first, 0])
+    for _ in range(200):
+        for first in range(50):
+            rig.cache.match_prefix([first, 0])  # every touch pushes a fresh entry
+    assert len(rig.cache._driver) <= 3 * rig.cache.num_nodes + 4097
+    rig.cache.evict(1)
+    assert len(rig.cache._driver) <= 3 * rig.cache.num_nodes + 4097
+    assert len(rig.cache.evictable_leaves()) == 49
+    check_cache(rig.cache)
