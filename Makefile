@@ -1,4 +1,5 @@
 # Two entry points for a fresh machine: `make simulate` (the main job) and `make test`.
+export NO_MKDOCS_2_WARNING := 1
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python

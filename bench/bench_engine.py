@@ -14,8 +14,6 @@ import argparse
 import json
 from typing import Any
 
-import torch
-
 from radix_evict import registry
 from radix_evict.engine import EngineResult, requests_from_workload, run_engine_replay
 from radix_evict.engine.model import TinyConfig
@@ -46,13 +44,13 @@ def _median_run(repeat: int, **kw: Any) -> EngineResult:
 
 def main() -> None:
     a = _args()
-    torch.set_num_threads(a.threads)
     workload = tiny_workload(a.workload, seed=a.seed)
     vocab = TinyConfig().vocab_size
     requests = requests_from_workload(workload.requests(), vocab_size=vocab)
     pool = a.pool_tokens or default_pool_tokens(requests)
     common: dict[str, Any] = dict(requests=requests, pool_tokens=pool, page_size=a.page_size,
-                                  device=a.device, max_running=a.max_running, seed=a.seed)
+                                  device=a.device, max_running=a.max_running, seed=a.seed,
+                                  cpu_threads=a.threads)
     rows: list[EngineResult] = [_median_run(a.repeat, use_cache=False, **common)]
     for policy in a.policies or registry.choices():
         cfg = workload.suggested_tlru().config if policy == "tlru" else None

@@ -7,7 +7,14 @@ lazily, the first time it is asked for a policy.
 from __future__ import annotations
 
 from radix_evict.cache import MatchResult, RadixCache
-from radix_evict.errors import PolicyConfigError, RadixEvictError
+from radix_evict.errors import (
+    ConfigProblem,
+    PluginError,
+    PluginLoadError,
+    PolicyConfigError,
+    PolicyConflictError,
+    RadixEvictError,
+)
 from radix_evict.hookspecs import hookimpl
 from radix_evict.policy import EvictionPolicy, NoConfig, PolicyConfig
 from radix_evict.pool import Allocator, KVPool
@@ -20,12 +27,16 @@ __version__ = "0.1.0"
 __all__ = [
     "Allocator",
     "CacheStats",
+    "ConfigProblem",
     "EvictionPolicy",
     "KVPool",
     "MatchResult",
     "NoConfig",
+    "PluginError",
+    "PluginLoadError",
     "PolicyConfig",
     "PolicyConfigError",
+    "PolicyConflictError",
     "PolicySpec",
     "RadixCache",
     "RadixEvictError",

@@ -6,7 +6,7 @@ hand it its own allocator; :class:`KVPool` is the one radix-evict ships.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -36,11 +36,17 @@ def default_device() -> torch.device:
 class KVPool:
     """Slots ``0 .. size-1`` handed out in whole pages, with double-free detection.
 
-    The free list is a stack of free page ids in a torch tensor on the pool's
-    device, with an ``allocated`` flag per page beside it. On cpu the same
-    memory is also driven through numpy views: numpy's per-call overhead is a
-    fraction of torch's, and these calls sit on every request's path.
+    Free pages live in ``stack[head:]``; ``alloc`` takes from the front by
+    moving ``head``, ``free`` pushes pages back in front of it. ``where[p]`` is
+    the position page ``p`` was last pushed to, so ``p`` is free exactly when
+    ``where[p] >= head and stack[where[p]] == p``: allocation writes nothing
+    per page, and a free can still tell an allocated slot from a free one.
+    The state is torch tensors on the pool's device; on cpu the same memory is
+    driven through numpy views, whose per-call cost is a fraction of torch's
+    (these calls sit on every request's path).
     """
+
+    accepts_numpy = True  # release() also takes numpy arrays (cpu pools)
 
     def __init__(
         self,
@@ -65,17 +71,16 @@ class KVPool:
         self._device = torch.device(device) if device is not None else default_device()
         self.num_pages = size // page_size
         dev = self._device
-        # Free pages live in _stack[_head:]; alloc takes from the front, free pushes back.
-        self._stack = torch.arange(self.num_pages, dtype=torch.int64, device=dev)
-        self._head = 0
-        self._allocated = torch.zeros(self.num_pages, dtype=torch.bool, device=dev)
-        self._page_offsets = torch.arange(page_size, dtype=torch.int64, device=dev)
+        stack = torch.arange(self.num_pages, dtype=torch.int64, device=dev)
+        where = torch.arange(self.num_pages, dtype=torch.int64, device=dev)
+        offsets = torch.arange(page_size, dtype=torch.int64, device=dev)
         self._on_cpu = dev.type == "cpu"
-        if self._on_cpu:
-            self._stack_np = self._stack.numpy()
-            self._allocated_np = self._allocated.numpy()
-            self._stamp_np = np.zeros(self.num_pages, dtype=np.int64)
-            self._offsets_np = self._page_offsets.numpy()
+        # The arrays the methods work on: numpy views on cpu, the tensors elsewhere.
+        self._stack: Any = stack.numpy() if self._on_cpu else stack
+        self._where: Any = where.numpy() if self._on_cpu else where
+        self._offsets: Any = offsets.numpy() if self._on_cpu else offsets
+        self._tensors = (stack, where)  # keeps the storage behind the numpy views alive
+        self._head = 0
         self.layers = layers
         self.k_buffer: list[torch.Tensor] = []
         self.v_buffer: list[torch.Tensor] = []
@@ -94,27 +99,23 @@ class KVPool:
 
     def alloc(self, n: int) -> torch.Tensor | None:
         """``n`` slot indices on the pool's device, or None if fewer are free."""
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        if type(n) is not int and (isinstance(n, bool) or not isinstance(n, (int, np.integer))):
+            raise ValueError(f"KVPool.alloc: n must be an integer >= 0, got {n!r}")
+        if n < 0:
             raise ValueError(f"KVPool.alloc: n must be an integer >= 0, got {n!r}")
         P = self.page_size
         if n % P:
             raise ValueError(f"KVPool.alloc: n={n} is not a multiple of page_size {P}")
         k = int(n) // P
-        if k > self.num_pages - self._head:
-            return None
         h = self._head
+        if k > self.num_pages - h:
+            return None
         self._head = h + k
+        pages = self._stack[h : h + k]
+        slots = pages.copy() if P == 1 else (pages[:, None] * P + self._offsets).reshape(-1)
         if self._on_cpu:
-            pages = self._stack_np[h : h + k]
-            self._allocated_np[pages] = True
-            if P == 1:
-                return torch.from_numpy(pages.copy())
-            return torch.from_numpy((pages[:, None] * P + self._offsets_np).reshape(-1))
-        tpages = self._stack[h : h + k]
-        self._allocated[tpages] = True
-        if P == 1:
-            return tpages.clone()
-        return (tpages[:, None] * P + self._page_offsets).reshape(-1)
+            return torch.from_numpy(slots)
+        return slots.clone() if P == 1 else slots
 
     def free(self, indices: torch.Tensor) -> None:
         """Return slots to the pool; whole pages only. Raises, freeing nothing, on a bad slot."""
@@ -122,29 +123,21 @@ class KVPool:
         k = len(pages)
         if k == 0:
             return
-        h = self._head
-        if self._on_cpu:
-            assert isinstance(pages, np.ndarray)
-            if not self._allocated_np[pages].all():
-                self._raise_not_allocated(pages)
-            if k > 1:
-                order = np.arange(k)
-                self._stamp_np[pages] = order
-                if not (self._stamp_np[pages] == order).all():
-                    raise ValueError("KVPool.free: the same slot appears twice in one call")
-            self._allocated_np[pages] = False
-            self._stack_np[h - k : h] = pages
-        else:
-            assert isinstance(pages, torch.Tensor)
-            if not bool(self._allocated[pages].all()):
-                self._raise_not_allocated(pages.cpu().numpy())
-            if k > 1 and torch.unique(pages).numel() != k:
-                raise ValueError("KVPool.free: the same slot appears twice in one call")
-            self._allocated[pages] = False
-            self._stack[h - k : h] = pages
-        self._head = h - k
-
-    accepts_numpy = True  # release() also takes numpy arrays (cpu pools)
+        stack, where, h = self._stack, self._where, self._head
+        w = where[pages]
+        free_now = (w >= h) & (stack[w] == pages)
+        if bool(free_now.any()):
+            bad = int(pages[free_now][0]) * self.page_size
+            raise ValueError(
+                f"KVPool.free: slot {bad} is not allocated (freed twice, or never handed out)"
+            )
+        saved = stack[h - k : h].copy() if self._on_cpu else stack[h - k : h].clone()
+        self._push(pages)
+        if k > 1 and not bool((where[pages] == self._positions(h - k, h)).all()):
+            stack[h - k : h] = saved  # a page listed twice: undo, free nothing
+            where[pages] = w
+            self._head = h
+            raise ValueError("KVPool.free: the same slot appears twice in one call")
 
     def release(self, indices: torch.Tensor | np.ndarray) -> None:
         """Free slots whose owner guarantees they are allocated, distinct, whole pages.
@@ -154,30 +147,35 @@ class KVPool:
         test suite checks them after every operation); ``free`` is the
         checked path for everyone else.
         """
-        k = indices.shape[0] // self.page_size
-        if k == 0:
-            return
-        h = self._head
-        if self._on_cpu:
-            idx = indices if isinstance(indices, np.ndarray) else indices.numpy()
-            pages = idx if self.page_size == 1 else idx[:: self.page_size] // self.page_size
-            self._allocated_np[pages] = False
-            self._stack_np[h - k : h] = pages
-        else:
-            assert isinstance(indices, torch.Tensor)
-            tp = indices if self.page_size == 1 else indices[:: self.page_size] // self.page_size
-            self._allocated[tp] = False
-            self._stack[h - k : h] = tp
-        self._head = h - k
+        P = self.page_size
+        if self._on_cpu and not isinstance(indices, np.ndarray):
+            indices = indices.numpy()
+        if len(indices):
+            self._push(indices if P == 1 else indices[::P] // P)
 
     def is_allocated(self, slot: int) -> bool:
         """Whether ``slot`` is currently handed out (for checks and tests)."""
-        return bool(self._allocated[slot // self.page_size])
+        p = slot // self.page_size
+        w = int(self._where[p])
+        return not (w >= self._head and int(self._stack[w]) == p)
 
-    def _pages_of(self, indices: torch.Tensor) -> np.ndarray | torch.Tensor:
+    def _push(self, pages: Any) -> None:
+        k = len(pages)
+        h = self._head - k
+        self._stack[h : h + k] = pages
+        self._where[pages] = self._positions(h, h + k)
+        self._head = h
+
+    def _positions(self, lo: int, hi: int) -> Any:
+        if self._on_cpu:
+            return np.arange(lo, hi, dtype=np.int64)
+        return torch.arange(lo, hi, dtype=torch.int64, device=self._device)
+
+    def _pages_of(self, indices: torch.Tensor) -> Any:
+        """Validate slots and return their page ids (numpy on cpu, a tensor elsewhere)."""
         if not isinstance(indices, torch.Tensor):
             raise TypeError(f"KVPool.free: expected a torch tensor of slots, got {type(indices).__name__}")
-        if indices.dtype in (torch.bool,) or indices.dtype.is_floating_point or indices.is_complex():
+        if indices.dtype == torch.bool or indices.dtype.is_floating_point or indices.is_complex():
             raise TypeError(f"KVPool.free: slots must be integers, got dtype {indices.dtype}")
         if indices.device != self._device:
             raise ValueError(
@@ -185,35 +183,24 @@ class KVPool:
             )
         if indices.dim() != 1:
             raise ValueError(f"KVPool.free: slots must be 1-D, got shape {tuple(indices.shape)}")
-        n = indices.shape[0]
+        idx: Any = indices.numpy().astype(np.int64, copy=False) if self._on_cpu else indices.long()
+        n = len(idx)
         if n == 0:
-            return np.empty(0, dtype=np.int64) if self._on_cpu else indices.long()
+            return idx
         P = self.page_size
         if n % P:
             raise ValueError(f"KVPool.free: {n} slots are not whole pages of {P}")
-        idx = indices.numpy() if self._on_cpu else indices
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= self.size:
             bad = lo if lo < 0 else hi
             raise ValueError(f"KVPool.free: slot {bad} is outside the pool (0..{self.size - 1})")
         if P == 1:
-            return idx.astype(np.int64, copy=False) if self._on_cpu else idx.long()
-        if self._on_cpu:
-            rows = idx.astype(np.int64, copy=False).reshape(-1, P)
-            pages_np = rows[:, 0] // P
-            if not (rows == pages_np[:, None] * P + self._offsets_np).all():
-                raise ValueError(f"KVPool.free: slots are not whole, aligned pages of {P}")
-            return pages_np
-        trows = idx.long().reshape(-1, P)
-        tpages = trows[:, 0] // P
-        if not bool((trows == tpages[:, None] * P + self._page_offsets).all()):
+            return idx
+        rows = idx.reshape(-1, P)
+        pages = rows[:, 0] // P
+        if not bool((rows == pages[:, None] * P + self._offsets).all()):
             raise ValueError(f"KVPool.free: slots are not whole, aligned pages of {P}")
-        return tpages
-
-    def _raise_not_allocated(self, pages: np.ndarray) -> None:
-        flags = self._allocated_np[pages] if self._on_cpu else self._allocated.cpu().numpy()[pages]
-        bad = int(pages[np.flatnonzero(~flags)[0]]) * self.page_size
-        raise ValueError(f"KVPool.free: slot {bad} is not allocated (freed twice, or never handed out)")
+        return pages
 
     def __repr__(self) -> str:
         return (

@@ -45,6 +45,15 @@ def _run(policy: str | None, page_size: int = 1, max_running: int = 2,
     return engine.run(requests if requests is not None else _requests()), engine
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread() -> Any:
+    """The tiny model is all per-op overhead: extra threads only contend."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def baseline() -> EngineResult:
     """The cache-disabled run everything is compared with."""

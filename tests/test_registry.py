@@ -124,7 +124,7 @@ def test_library_api_accepts_hidden_names(builtins_only: Registry) -> None:
 
 
 def test_unknown_name_in_load_policy_is_policy_config_error() -> None:
-    with pytest.raises(PolicyConfigError, match="unknown policy 'lruu'.*did you mean 'lru'"):
+    with pytest.raises(PolicyConfigError, match=r"unknown policy 'lruu'.*did you mean 'lru'"):
         load_policy("lruu")
     with pytest.raises(ValueError):  # PolicyConfigError is a ValueError
         load_policy("lruu")
@@ -203,7 +203,7 @@ def test_registration_checks_are_enforced(builtins_only: Registry) -> None:
         "no-score": (PolicySpec(name="noscore", policy=NoScore), "does not define score"),
         "not-policy": (PolicySpec(name="notpolicy", policy=dict), "not a subclass"),  # type: ignore[arg-type]
     }
-    for entry, (spec, needle) in cases.items():
+    for entry, (spec, _) in cases.items():
         builtins_only.add_plugin(Bad(spec), name=entry)
     failures = {f.entry_point: f for f in builtins_only.failures}
     for entry, (_, needle) in cases.items():

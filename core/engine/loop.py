@@ -203,7 +203,7 @@ class Engine:
         # Pad each context with its own newest slot (written this step), so a
         # pad never reads a slot the request does not own; the mask hides it.
         ctx = torch.stack([
-            torch.cat([r.row[:n], r.row[n - 1 : n].expand(width - n)])
+            torch.cat([r.row[:n], r.row[:1].mul(0).add(self.pool.size - 1).expand(width - n)])
             for r, n in zip(running, lens, strict=True)
         ])
         tokens = torch.tensor([r.generated[-1] for r in running], dtype=torch.int64, device=dev)
@@ -244,6 +244,12 @@ class Engine:
         self.cache.dec_lock_ref(r.node)
 
 
+def _default_device() -> torch.device:
+    from radix_evict.pool import default_device
+
+    return default_device()
+
+
 def build_engine(
     policy: str = "lru", config: Any = None, *, pool_tokens: int = 4096, page_size: int = 1,
     device: str | torch.device | None = None, use_cache: bool = True, seed: int = 0,
@@ -275,9 +281,27 @@ def run_engine_replay(
     pool_tokens: int = 4096, page_size: int = 1, device: str | torch.device | None = None,
     use_cache: bool = True, seed: int = 0, model_config: TinyConfig | None = None,
     dtype: torch.dtype = torch.float32, max_running: int = 4, record_logits: bool = False,
-    split_prompt: bool = True, warmup: bool = True,
+    split_prompt: bool = True, warmup: bool = True, cpu_threads: int | None = 1,
 ) -> EngineResult:
-    """Replay ``requests`` through a fresh engine; the CLI's ``--model tiny`` entry point."""
+    """Replay ``requests`` through a fresh engine; the CLI's ``--model tiny`` entry point.
+
+    On cpu the run uses ``cpu_threads`` torch threads (restored afterwards;
+    None leaves torch's setting): the tiny model is mostly per-op overhead,
+    and extra threads only add contention and timing noise.
+    """
+    dev = torch.device(device) if device is not None else None
+    if cpu_threads is not None and (dev or _default_device()).type == "cpu":
+        before = torch.get_num_threads()
+        torch.set_num_threads(cpu_threads)
+        try:
+            return run_engine_replay(
+                requests, policy, config, pool_tokens=pool_tokens, page_size=page_size,
+                device=device, use_cache=use_cache, seed=seed, model_config=model_config,
+                dtype=dtype, max_running=max_running, record_logits=record_logits,
+                split_prompt=split_prompt, warmup=warmup, cpu_threads=None,
+            )
+        finally:
+            torch.set_num_threads(before)
     engine = build_engine(
         policy, config, pool_tokens=pool_tokens, page_size=page_size, device=device,
         use_cache=use_cache, seed=seed, model_config=model_config, dtype=dtype,

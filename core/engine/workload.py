@@ -91,8 +91,8 @@ def requests_from_workload(
 # thousands of requests of thousands of tokens each).
 TINY_PARAMS: dict[str, dict[str, Any]] = {
     "chat": {
-        "convs": 12, "max_turns": 4, "num_sys": 3, "sys_min": 32, "sys_max": 128,
-        "user_median": 24.0, "out_median": 8.0, "tool_loop_prob": 0.1,
+        "convs": 10, "max_turns": 3, "num_sys": 3, "sys_min": 64, "sys_max": 256,
+        "user_median": 32.0, "out_median": 4.0, "tool_loop_prob": 0.1,
         "tool_result_median": 40.0,
     },
 }

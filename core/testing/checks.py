@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from radix_evict.config import config_model_problems, lax_schema_spots
@@ -44,6 +44,19 @@ def _reg(registry: Registry | None) -> Registry:
     from radix_evict.registry import registry as default
 
     return default
+
+
+def _settings(max_examples: int, extra: Mapping[str, Any] | None) -> Any:
+    """The hypothesis settings of a check: no deadline (CI machines vary), caller's extras."""
+    from hypothesis import HealthCheck, settings
+
+    kwargs: dict[str, Any] = {
+        "max_examples": max_examples,
+        "deadline": None,
+        "suppress_health_check": list(HealthCheck),
+    }
+    kwargs.update(extra or {})
+    return settings(**kwargs)
 
 
 # --------------------------------------------------------------------------- registration
@@ -248,9 +261,14 @@ def check_score(
     *,
     max_examples: int = DEFAULT_EXAMPLES,
     registry: Registry | None = None,
+    hypothesis_settings: Mapping[str, Any] | None = None,
 ) -> None:
-    """``score`` is total and deterministic on hypothesis-generated node snapshots."""
-    from hypothesis import HealthCheck, given, settings
+    """``score`` is total and deterministic on hypothesis-generated node snapshots.
+
+    ``hypothesis_settings`` adds to the ``hypothesis.settings`` used (e.g.
+    ``{"derandomize": True}`` for a fixed sequence of examples in CI).
+    """
+    from hypothesis import given
     from hypothesis import strategies as st
 
     reg = _reg(registry)
@@ -276,7 +294,7 @@ def check_score(
             )
         return chain(levels)
 
-    @settings(max_examples=max_examples, deadline=None, suppress_health_check=list(HealthCheck))
+    @_settings(max_examples, hypothesis_settings)
     @given(st.lists(leaf(), min_size=1, max_size=6))
     def run(leaves: list[NodeSnapshot]) -> None:
         score_snapshots(policy, other, leaves)
@@ -439,9 +457,10 @@ def check_cache_invariants(
     pool_tokens: int = 48,
     max_examples: int = DEFAULT_EXAMPLES,
     registry: Registry | None = None,
+    hypothesis_settings: Mapping[str, Any] | None = None,
 ) -> None:
     """Random operation sequences through a real cache keep every invariant."""
-    from hypothesis import HealthCheck, given, settings
+    from hypothesis import given
     from hypothesis import strategies as st
 
     reg = _reg(registry)
@@ -457,7 +476,7 @@ def check_cache_invariants(
         st.tuples(st.just("match"), tokens),
     )
 
-    @settings(max_examples=max_examples, deadline=None, suppress_health_check=list(HealthCheck))
+    @_settings(max_examples, hypothesis_settings)
     @given(st.lists(op, min_size=20, max_size=80))
     def run(ops: list[tuple[Any, ...]]) -> None:
         h = CacheHarness(reg.load_policy(name, config), pool_tokens, page_size)
@@ -476,12 +495,14 @@ def check_policy(
     public: bool | None = None,
     max_examples: int = DEFAULT_EXAMPLES,
     registry: Registry | None = None,
+    hypothesis_settings: Mapping[str, Any] | None = None,
 ) -> None:
     """Every check above, in order."""
+    extra = hypothesis_settings
     check_registration(name, config, public=public, registry=registry)
     check_config_strict(name, config, registry=registry)
-    check_score(name, config, max_examples=max_examples, registry=registry)
+    check_score(name, config, max_examples=max_examples, registry=registry,
+                hypothesis_settings=extra)
     for page in (1, 4):
-        check_cache_invariants(
-            name, config, page_size=page, max_examples=max_examples, registry=registry
-        )
+        check_cache_invariants(name, config, page_size=page, max_examples=max_examples,
+                               registry=registry, hypothesis_settings=extra)

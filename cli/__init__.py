@@ -1,0 +1,7 @@
+"""The ``radix-evict`` command line (typer): list, show, validate, lint, schema, simulate."""
+
+from __future__ import annotations
+
+from .app import app, main
+
+__all__ = ["app", "main"]

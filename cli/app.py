@@ -1,0 +1,121 @@
+"""The typer application: global flags, error mapping, and the command list.
+
+Commands live in their own modules (``cmd_*.py``); this module only wires
+them. Importing it loads no policy plugin: choices are computed when a
+command or its ``--help`` runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+from radix_evict import __version__
+
+from . import cmd_lint, cmd_list, cmd_schema, cmd_show, cmd_simulate, cmd_validate
+from .errors import CliState, report
+
+
+def _click_exception() -> type[Exception]:
+    """click's ClickException, wherever this typer takes click from (newer typers vendor it)."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+# Exceptions the framework itself handles: usage errors (exit 2), --help, Ctrl-C, typer.Exit.
+FRAMEWORK_EXCEPTIONS: tuple[type[BaseException], ...] = (
+    typer.Exit, typer.Abort, _click_exception(),
+)
+
+
+class GuardedGroup(TyperGroup):
+    """Runs subcommands and maps anything they raise to a message and an exit code."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except FRAMEWORK_EXCEPTIONS:
+            raise
+        except Exception as exc:
+            state = ctx.obj if isinstance(ctx.obj, CliState) else None
+            raise typer.Exit(report(exc, state)) from None
+
+
+class PolicyHelpCommand(TyperCommand):
+    """Fills ``{choices}`` in option help with the registry's choices when help is shown."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        choices = _choices_text()
+        for param in self.params:
+            text = getattr(param, "help", None)
+            if isinstance(text, str) and "{choices}" in text:
+                param.help = text.replace("{choices}", choices)
+        super().format_help(ctx, formatter)
+
+
+def _choices_text() -> str:
+    """The --policy choices, or a note if plugins cannot be loaded right now."""
+    from radix_evict import registry
+
+    try:
+        return ", ".join(registry.choices())
+    except Exception as exc:  # help must still render when a plugin is broken
+        return f"(unavailable: {exc})"
+
+
+app = typer.Typer(
+    name="radix-evict",
+    cls=GuardedGroup,
+    help="KV-cache eviction policies for radix prefix caches: list, check, lint and simulate.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Exit codes: 0 valid, 1 invalid input, 2 usage or environment error. "
+           "-v shows tracebacks.",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"radix-evict {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    verbose: bool = typer.Option(
+        False, "-v", "--verbose", help="Show tracebacks of errors (for bug reports)."
+    ),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """KV-cache eviction policies for radix prefix caches.
+
+    Exit codes: 0 valid, 1 invalid input, 2 usage or environment error.
+    """
+    ctx.obj = CliState(verbose=verbose)
+
+
+app.command("list")(cmd_list.list_policies)
+app.command("show")(cmd_show.show_policy)
+app.command("validate", cls=PolicyHelpCommand)(cmd_validate.validate)
+app.command("lint")(cmd_lint.lint)
+app.command("schema")(cmd_schema.schema)
+app.command("simulate", cls=PolicyHelpCommand)(cmd_simulate.simulate)
+
+
+def main() -> None:
+    """Console-script entry point (``radix-evict``); a closed pipe (``| head``) is not an error."""
+    try:
+        app(prog_name="radix-evict")
+    except BrokenPipeError:
+        # Point stdout at devnull so the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(1)

@@ -1,0 +1,336 @@
+"""``radix-evict simulate``: which policy should I run? Replays and a recommendation.
+
+Modes: one workload (the default ``chat``, ``--workload NAME`` or ``--trace
+FILE``), a policy x workload matrix (``--workload all`` or ``A,B``), and
+``--model tiny`` (real K/V, measured TTFT). The replays are core/replay.py's,
+called once per policy with nothing added per request; the CLI only
+validates first, times the whole run and reports.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from radix_evict.replay import PolicyRun, ReplayResult, policy_matrix, replay_policies
+from radix_evict.workloads import DEFAULT_WORKLOAD, Workload, workload_names
+
+from . import output
+from .errors import EXIT_USAGE, CliError, mark_json
+from .options import parse_params
+from .recommend import RULE, Recommendation, recommend
+from .report import (
+    TIERS_WORKLOAD,
+    engine_table,
+    hit_rate_pivot,
+    matrix_table,
+    policy_table,
+    tier_table,
+)
+from .simulation import ALL, build_runs, build_trace, build_workloads, params_for, workload_list
+
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def _check_output(path: Path | None, option: str, suffixes: Sequence[str] = ()) -> None:
+    """Fail before minutes of replay, not after, when an output file cannot be written."""
+    if path is None:
+        return
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise CliError(f"{option} {path}: use a file name ending in {', '.join(suffixes)}",
+                       EXIT_USAGE)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise CliError(f"{option} {path}: directory {parent} does not exist", EXIT_USAGE)
+    if path.is_dir():
+        raise CliError(f"{option} {path}: is a directory", EXIT_USAGE)
+
+
+def _tlru_notes(workloads: Sequence[Workload], runs: Sequence[PolicyRun]) -> dict[str, Any]:
+    """Say where tlru's config came from when simulate derived it (and return it for JSON)."""
+    if not any(r.policy == "tlru" and r.config is None for r in runs):
+        return {}
+    out = {}
+    for w in workloads:
+        s = w.suggested_tlru()
+        out[w.name] = s.to_dict()
+        output.note(f"tlru: no --config given, so simulate derives it from {w.name}: "
+                    f"{s.config}. {s.derivation}")
+    return out
+
+
+def _warn_failed(results: Sequence[ReplayResult]) -> None:
+    for r in results:
+        if r.failed:
+            output.note(f"warning: {r.workload} / {r.label}: {r.failed:,} of {r.requests:,} "
+                        "requests found no room even after eviction (pool too small?); "
+                        "their prompts count as uncached")
+
+
+def _print_recommendation(rec: Recommendation, prefix: str = "") -> None:
+    output.stdout().print(f"{prefix}Recommendation: run {rec.policy}. {rec.reason}.",
+                          markup=False, highlight=False)
+
+
+def _write_extras(plot: Path | None, metrics: Path | None, draw: Any,
+                  results: Sequence[ReplayResult]) -> None:
+    """The optional PNG and Prometheus files, each announced on stderr."""
+    if plot is not None:
+        draw()
+        output.note(f"wrote plot {plot}")
+    if metrics is not None:
+        from .metrics import write_metrics
+
+        write_metrics(metrics, results)
+        output.note(f"wrote metrics {metrics}")
+
+
+def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
+                page_size: int, seed: int, json_out: bool, plot: Path | None,
+                metrics: Path | None, progress: bool) -> None:
+    """One workload (or trace): a table per policy and a recommendation."""
+    pool = wl.default_pool_tokens if pool_tokens is None else pool_tokens
+    output.note(f"workload {wl.name} (seed {wl.seed}): {wl.num_requests:,} requests; "
+                f"pool {pool:,} tokens, page {page_size}; policies "
+                f"{', '.join(r.name for r in runs)}")
+    derived = _tlru_notes([wl], runs)
+    t0 = time.perf_counter()
+    with output.progress_bar(f"replaying {wl.name}", enabled=progress) as prog:
+        results = replay_policies(wl, runs, pool_tokens=pool_tokens, page_size=page_size,
+                                  progress=prog)
+    wall = time.perf_counter() - t0
+    rec = recommend(results)
+    _warn_failed(results)
+    if json_out:
+        data: dict[str, Any] = {
+            "mode": "trace" if wl.name.startswith("trace:") else "workload",
+            "workload": results[0].workload_info if results else {},
+            "seed": seed, "pool_tokens": results[0].pool_tokens if results else pool,
+            "page_size": page_size, "policies": [r.name for r in runs],
+            "results": [r.to_dict() for r in results],
+            "recommendation": rec.to_dict(), "tlru_derived": derived, "wall_s": wall,
+        }
+        if wl.name == TIERS_WORKLOAD:
+            data["tier_hit_rates"] = {r.label: r.tier_hit_rates for r in results}
+        output.emit_json(data)
+    else:
+        out = output.stdout()
+        out.print(policy_table(results, rec.policy, f"{wl.name}: {len(results)} policies"))
+        if wl.name == TIERS_WORKLOAD:
+            out.print(tier_table(results, "hit rate per priority tier"))
+        _print_recommendation(rec)
+    output.note(f"wall time {wall:.2f} s for {len(results)} replays of "
+                f"{wl.num_requests:,} requests")
+
+    def draw() -> None:
+        from .plot import plot_single
+
+        assert plot is not None
+        plot_single(plot, results, f"{wl.name}: pool {results[0].pool_tokens:,} tokens, "
+                                   f"page {page_size}; recommended: {rec.policy}")
+
+    _write_extras(plot, metrics, draw, results)
+
+
+def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int | None,
+                page_size: int, seed: int, json_out: bool, plot: Path | None,
+                metrics: Path | None, progress: bool) -> None:
+    """Several workloads: policy x workload matrix with a winner per workload."""
+    output.note(f"{len(wls)} workloads x {len(runs)} policies: "
+                f"{sum(w.num_requests for w in wls) * len(runs):,} request replays")
+    derived = _tlru_notes(wls, runs)
+    t0 = time.perf_counter()
+    with output.progress_bar("policy x workload", enabled=progress) as prog:
+        m = policy_matrix(wls, runs, seed=seed, pool_tokens=pool_tokens, page_size=page_size,
+                          progress=prog)
+    wall = time.perf_counter() - t0
+    names = [w.name for w in wls]
+    recs = {w: recommend([r for r in m.results if r.workload == w]) for w in names}
+    winners = {w: rec.policy for w, rec in recs.items()}
+    _warn_failed(m.results)
+    tiers = [r for r in m.results if r.workload == TIERS_WORKLOAD]
+    if json_out:
+        data = m.to_dict()
+        data.update({"mode": "matrix", "seed": seed, "page_size": page_size,
+                     "winners": winners, "winner_rule": RULE,
+                     "recommendations": {w: r.to_dict() for w, r in recs.items()},
+                     "tlru_derived": derived, "wall_s": wall})
+        if tiers:
+            data["tier_hit_rates"] = {r.label: r.tier_hit_rates for r in tiers}
+        output.emit_json(data)
+    else:
+        out = output.stdout()
+        out.print(matrix_table(names, m.policies, m.results, winners))
+        out.print(hit_rate_pivot(names, m.policies, m.results, winners))
+        if tiers:
+            out.print(tier_table(tiers, f"{TIERS_WORKLOAD}: hit rate per priority tier"))
+        for w, rec in recs.items():
+            _print_recommendation(rec, prefix=f"{w}: ")
+    output.note(f"wall time {wall:.2f} s for {len(m.results)} replays")
+
+    def draw() -> None:
+        from .plot import plot_matrix
+
+        assert plot is not None
+        plot_matrix(plot, names, m.policies, m.results, winners,
+                    f"policy x workload (page {page_size}, seed {seed})")
+
+    _write_extras(plot, metrics, draw, m.results)
+
+
+def _run_engine(name: str, params: dict[str, Any], runs: list[PolicyRun], *,
+                pool_tokens: int | None, page_size: int, seed: int, device: str,
+                baseline: bool, json_out: bool, progress: bool) -> None:
+    """--model tiny: real K/V through the tiny decoder, measured TTFT per policy."""
+    from .engine_run import run_engine, tiny_setup
+
+    wl, requests = tiny_setup(name, seed, params)
+    dev = None if device == "auto" else device
+    output.note(f"model tiny on {device}: workload {wl.name} shrunk to {len(requests)} requests")
+    _tlru_notes([wl], runs)
+    t0 = time.perf_counter()
+    with output.progress_bar("engine replays", enabled=progress, delay_s=0.0) as prog:
+        rows, pool = run_engine(wl, requests, runs, pool_tokens=pool_tokens,
+                                page_size=page_size, device=dev, seed=seed, baseline=baseline,
+                                progress=prog)
+    wall = time.perf_counter() - t0
+    cached = [r for r in rows if r.policy != "no-cache"]
+    rec = recommend(cached)
+    if json_out:
+        output.emit_json({
+            "mode": "engine", "model": "tiny", "device": rows[0].result.device if rows else dev,
+            "workload": wl.describe(), "requests": len(requests), "pool_tokens": pool,
+            "page_size": page_size, "seed": seed, "rows": [r.to_dict() for r in rows],
+            "recommendation": rec.to_dict(), "wall_s": wall,
+        })
+    else:
+        dicts = [{**r.result.to_dict(), **r.to_dict()} for r in rows]
+        title = (f"{wl.name} through the tiny decoder on {rows[0].result.device}: "
+                 f"pool {pool:,} tokens")
+        output.stdout().print(engine_table(dicts, rec.policy, title))
+        _print_recommendation(rec)
+    output.note(f"wall time {wall:.2f} s for {len(rows)} engine replays")
+
+
+def simulate(
+    ctx: typer.Context,
+    policy: list[str] = typer.Option(
+        [], "--policy", "-p",
+        help="Policy to replay (repeatable): one of {choices}. Default: the five public ones.",
+    ),
+    config: list[str] = typer.Option(
+        [], "--config", "-c",
+        help="Policy config (repeatable): JSON for the --policy in the same position, or "
+             "NAME=JSON, or @FILE. tlru without one gets a config derived from the workload.",
+    ),
+    workload: str | None = typer.Option(
+        None, "--workload", "-w",
+        help=f"Built-in workload, 'A,B' or 'all' for a policy x workload matrix "
+             f"(default {DEFAULT_WORKLOAD}; see --list-workloads).",
+    ),
+    param: list[str] = typer.Option(
+        [], "--param", "-P",
+        help="Workload parameter KEY=VALUE or WORKLOAD.KEY=VALUE (repeatable), e.g. convs=50.",
+    ),
+    trace: Path | None = typer.Option(
+        None, "--trace", help="Mooncake JSONL trace ({timestamp, input_length, output_length, "
+                              "hash_ids}, 512-token blocks); default pool 4,000,000 tokens.",
+    ),
+    pool_tokens: int | None = typer.Option(
+        None, "--pool-tokens", min=1, help="KV pool size in tokens (default: the workload's)."
+    ),
+    page_size: int = typer.Option(1, "--page-size", min=1, help="Tokens per KV page."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Workload (and model) seed."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
+    plot: Path | None = typer.Option(
+        None, "--plot", help="Write a PNG: hit rate and tail uncached tokens per policy, and "
+                             "hit rate over time.",
+    ),
+    metrics: Path | None = typer.Option(
+        None, "--enable-metrics", help="Write the cache counters in Prometheus text format."
+    ),
+    model: str | None = typer.Option(
+        None, "--model", help="Replay through a real decoder with K/V in the pool: 'tiny'."
+    ),
+    device: str = typer.Option("auto", "--device", help="With --model: auto, cpu or cuda."),
+    baseline: bool = typer.Option(
+        True, "--baseline/--no-baseline", help="With --model: also run without a cache."
+    ),
+    progress: bool = typer.Option(True, "--progress/--no-progress",
+                                  help="Progress bar on a terminal for runs over a second."),
+    list_workloads: bool = typer.Option(
+        False, "--list-workloads", help="List the built-in workloads and their parameters."
+    ),
+) -> None:
+    """Which policy should I run? Replay a workload under each policy and recommend one.
+
+    With no arguments: the built-in chat workload (shared system prompts,
+    growing conversations, priorities, agentic tool loops) under lru, lfu,
+    slru, priority and tlru.
+    """
+    mark_json(ctx.obj, json_out)
+    if list_workloads:
+        _list_workloads(json_out)
+        return
+    if trace is not None and workload is not None:
+        raise CliError("give --trace or --workload, not both", EXIT_USAGE)
+    if device not in ("auto", "cpu", "cuda"):
+        raise CliError(f"--device {device!r}: use auto, cpu or cuda", EXIT_USAGE)
+    _check_output(plot, "--plot", PLOT_SUFFIXES)
+    _check_output(metrics, "--enable-metrics")
+    params = parse_params(param)
+    name = workload or DEFAULT_WORKLOAD
+    if model is not None:
+        from .engine_run import MODELS
+
+        if model not in MODELS:
+            raise CliError(f"--model {model!r}: models: {', '.join(MODELS)}", EXIT_USAGE)
+        if trace is not None or len(workload_list(name)) != 1:
+            raise CliError("--model tiny replays one built-in workload (no --trace, no 'all')",
+                           EXIT_USAGE)
+        if plot is not None or metrics is not None:
+            raise CliError("--plot and --enable-metrics are for token replays, not --model",
+                           EXIT_USAGE)
+        runs = build_runs(policy, config)
+        _run_engine(name, params_for(name, params, all_mode=False), runs,
+                    pool_tokens=pool_tokens, page_size=page_size, seed=seed, device=device,
+                    baseline=baseline, json_out=json_out, progress=progress)
+        return
+    if trace is not None:
+        runs = build_runs(policy, config)
+        wl = build_trace(trace, params)
+        wls = [wl]
+    else:
+        wls = build_workloads(name, params, seed)
+        runs = build_runs(policy, config)
+    common: dict[str, Any] = {"pool_tokens": pool_tokens, "page_size": page_size, "seed": seed,
+                              "json_out": json_out, "plot": plot, "metrics": metrics,
+                              "progress": progress}
+    if len(wls) == 1 and name != ALL:
+        _run_single(wls[0], runs, **common)
+    else:
+        _run_matrix(wls, runs, **common)
+
+
+def _list_workloads(json_out: bool) -> None:
+    """The built-in workloads with their summaries and parameters."""
+    from radix_evict.workloads import WORKLOADS
+
+    specs = [WORKLOADS[n].describe() for n in workload_names()]
+    if json_out:
+        output.emit_json({"workloads": specs})
+        return
+    from rich.table import Table
+
+    t = Table(title="workloads (simulate --workload NAME --param KEY=VALUE)",
+              title_justify="left")
+    for col in ("workload", "summary", "parameters (default)"):
+        t.add_column(col, overflow="fold")
+    for s in specs:
+        ps = ", ".join(f"{p['name']}={p['default']}" for p in s["params"])
+        t.add_row(s["name"], s["summary"], ps)
+    output.stdout().print(t)

@@ -1,0 +1,68 @@
+"""``radix-evict validate``: the core's startup check of a policy and config, nothing more."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from radix_evict import registry
+from radix_evict.errors import ConfigProblem, PolicyConfigError
+
+from . import output
+from .errors import mark_json
+from .options import problem_lines, problems_code, read_config_arg
+
+
+def check(policy: str, config: str | None) -> list[ConfigProblem]:
+    """Every problem RadixCache(policy=..., policy_config=...) would raise at startup.
+
+    The name must be a --policy choice (hidden names fail with the registry's
+    message); a config that validates must also build the policy.
+    """
+    problems = registry.validate(policy, config, extended=False)
+    if problems:
+        return problems
+    try:
+        registry.load_policy(policy, config)
+    except PolicyConfigError as exc:
+        return list(exc.problems) or [
+            ConfigProblem(policy=policy, key=None, type="policy_init", msg=str(exc))
+        ]
+    return []
+
+
+def validate(
+    ctx: typer.Context,
+    policy: str = typer.Option(..., "--policy", "-p", help="Policy name: one of {choices}."),
+    config: str | None = typer.Option(
+        None, "--config", "-c", help="Policy config as a JSON object string, or @FILE."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+) -> None:
+    """Check a policy name and config exactly as the cache does at startup; print OK or every error."""
+    mark_json(ctx.obj, json_out)
+    text = read_config_arg(config)
+    problems = check(policy, text)
+    shown: Any = text
+    if text is not None:
+        try:
+            shown = json.loads(text)
+        except ValueError:
+            shown = text
+    if json_out:
+        output.emit_json({
+            "status": "invalid" if problems else "ok",
+            "policy": policy,
+            "config": shown,
+            "errors": [p.to_dict() for p in problems],
+        })
+    elif problems:
+        for line in problem_lines(policy, problems):
+            output.stderr().print(line, markup=False, highlight=False)
+    else:
+        cfg = "" if text is None else f" with config {json.dumps(shown)}"
+        output.stdout().print(f"OK: policy {policy!r}{cfg}", markup=False, highlight=False)
+    if problems:
+        raise typer.Exit(problems_code(problems))

@@ -1,0 +1,95 @@
+"""The one place that turns exceptions into exit codes and messages.
+
+Exit codes (docs/cli and the spec): 0 valid, 1 invalid input (bad policy,
+key, value, trace line, workload parameter), 2 usage or environment error
+(unreadable file, a needed plugin that failed, missing optional dependency).
+Tracebacks are shown only with ``-v``: a user with a typo needs the message,
+not our stack.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from radix_evict.errors import PluginError, PolicyConfigError, RadixEvictError
+from radix_evict.workloads import TraceError, WorkloadError
+
+from . import output
+
+EXIT_OK = 0
+EXIT_INVALID = 1
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """An error a command detected itself: message, exit code, optional structured problems."""
+
+    def __init__(self, message: str, code: int = EXIT_INVALID,
+                 problems: Sequence[dict[str, Any]] = ()) -> None:
+        super().__init__(message)
+        self.code = code
+        self.problems = list(problems)
+
+
+@dataclass
+class CliState:
+    """Global flags, kept on the root click context (``ctx.obj``)."""
+
+    verbose: bool = False
+    json: bool = False  # set by a command whose --json is on, so errors come as JSON too
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _trace_code(exc: TraceError) -> int:
+    """A trace that cannot be read is an environment error; a bad line is invalid input."""
+    unreadable = exc.line is None and exc.problem.startswith("cannot read")
+    return EXIT_USAGE if unreadable or isinstance(exc.__context__, OSError) else EXIT_INVALID
+
+
+def classify(exc: BaseException) -> tuple[int, str, list[dict[str, Any]]]:
+    """(exit code, message, problems as dicts) for any exception a command let escape."""
+    if isinstance(exc, CliError):
+        return exc.code, str(exc), exc.problems
+    if isinstance(exc, PluginError):  # before PolicyConfigError: it is one
+        return EXIT_USAGE, str(exc), [p.to_dict() for p in exc.problems]
+    if isinstance(exc, PolicyConfigError):
+        return EXIT_INVALID, str(exc), [p.to_dict() for p in exc.problems]
+    if isinstance(exc, TraceError):
+        problem = {"file": exc.path, "line": exc.line, "type": "trace_invalid",
+                   "msg": exc.problem}
+        return _trace_code(exc), str(exc), [problem]
+    if isinstance(exc, WorkloadError):
+        return EXIT_INVALID, str(exc), []
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return EXIT_USAGE, f"{where}{exc.strerror or exc}", []
+    if isinstance(exc, ImportError):
+        return EXIT_USAGE, f"missing dependency: {exc}", []
+    if isinstance(exc, RadixEvictError):
+        return EXIT_USAGE, f"{type(exc).__name__}: {exc}", []
+    return EXIT_USAGE, f"internal error: {type(exc).__name__}: {exc}", []
+
+
+def report(exc: BaseException, state: CliState | None) -> int:
+    """Print ``exc`` for people (stderr) and, under --json, for machines (stdout); return code."""
+    code, message, problems = classify(exc)
+    verbose = bool(state and state.verbose)
+    if verbose:
+        output.stderr().print("".join(traceback.format_exception(exc)), markup=False,
+                              highlight=False)
+    output.error(message)
+    if not verbose and not isinstance(exc, (CliError, RadixEvictError, OSError)):
+        output.note("(run with -v to see the traceback)")
+    if state is not None and state.json:
+        output.emit_json({"status": "error", "exit_code": code, "message": message,
+                          "errors": problems})
+    return code
+
+
+def mark_json(obj: Any, on: bool) -> None:
+    """Record that the running command answers in JSON (so errors are JSON on stdout too)."""
+    if isinstance(obj, CliState):
+        obj.json = on

@@ -1,0 +1,90 @@
+"""Parsing the option values several commands share: --config, --param, --policy runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from radix_evict.errors import ConfigProblem
+
+from .errors import EXIT_USAGE, CliError
+
+NAME_SEP = "="
+
+
+def read_config_arg(value: str | None) -> str | None:
+    """``--config`` as given: a JSON string, or ``@FILE`` to read the JSON from a file."""
+    if value is None or not value.startswith("@"):
+        return value
+    path = Path(value[1:])
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"--config {value}: cannot read {path}: {exc.strerror or exc}",
+                       EXIT_USAGE) from None
+
+
+def split_named_config(value: str) -> tuple[str | None, str]:
+    """``NAME=JSON`` -> (NAME, JSON); plain JSON (or @FILE) -> (None, value)."""
+    head, sep, rest = value.partition(NAME_SEP)
+    if sep and head and not head.lstrip().startswith(("{", "@", "[", '"')) and " " not in head:
+        return head.strip(), rest
+    return None, value
+
+
+def decode_config(text: str | None) -> dict[str, Any] | None:
+    """A config string that already validated, as the dict replay takes."""
+    if text is None:
+        return None
+    data = json.loads(text)
+    return None if data is None else dict(data)
+
+
+def problem_lines(policy: str, problems: Sequence[ConfigProblem]) -> list[str]:
+    """People's view of a validation result: policy, key, message and suggestion per problem."""
+    n = len(problems)
+    lines = [f"policy {policy!r}: {n} problem{'s' if n != 1 else ''}"]
+    for p in problems:
+        lines.append("  - " + str(p).replace("\n", "\n    "))
+    return lines
+
+
+ENV_PROBLEMS = ("plugin_failed", "name_conflict")
+
+
+def problems_code(problems: Sequence[ConfigProblem]) -> int:
+    """2 when a needed plugin is broken or ambiguous (environment), else 1 (invalid input)."""
+    return EXIT_USAGE if any(p.type in ENV_PROBLEMS for p in problems) else 1
+
+
+def parse_value(text: str) -> Any:
+    """A ``--param`` value: JSON when it parses (numbers, booleans), else the plain string."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+@dataclass(frozen=True)
+class Param:
+    """One ``--param [WORKLOAD.]KEY=VALUE``."""
+
+    workload: str | None
+    key: str
+    value: Any
+
+
+def parse_params(values: Sequence[str]) -> list[Param]:
+    """``--param`` options; a value without '=' is a usage error."""
+    out = []
+    for raw in values:
+        key, sep, value = raw.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"--param {raw!r}: expected KEY=VALUE (or WORKLOAD.KEY=VALUE)",
+                           EXIT_USAGE)
+        scope, dot, name = key.strip().rpartition(".")
+        out.append(Param(scope if dot else None, name, parse_value(value.strip())))
+    return out

@@ -1,0 +1,123 @@
+"""Where output goes: data on stdout (rich tables or JSON), prose and errors on stderr.
+
+Machines read stdout (``--json``), people read the tables; anything that is
+not the command's answer (notes, warnings, errors, progress) goes to stderr
+so that ``radix-evict ... --json | jq`` never sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+# Built per call (not at import) so tests that swap sys.stdout/sys.stderr see the output.
+
+
+def stdout() -> Console:
+    """Console for the command's answer (tables)."""
+    return Console(file=sys.stdout, soft_wrap=False, width=_width())
+
+
+def stderr() -> Console:
+    """Console for notes, warnings, errors and progress."""
+    return Console(file=sys.stderr, soft_wrap=True, width=_width())
+
+
+def _width() -> int | None:
+    """Wide enough for the tables when not on a terminal (pipes, CI logs, CliRunner)."""
+    return None if sys.stdout.isatty() else 160
+
+
+def _json_default(value: Any) -> Any:
+    """Make numpy scalars, tuples, sets and paths JSON-serialisable."""
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return str(value)
+
+
+def _finite(value: Any) -> Any:
+    """NaN/inf are not JSON: write them as null rather than emit invalid output."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def to_json(data: Any) -> str:
+    """Strict JSON text (no NaN), indented for people who read it anyway."""
+    return json.dumps(_finite(data), indent=2, default=_json_default, allow_nan=False)
+
+
+def emit_json(data: Any) -> None:
+    """Write ``data`` as JSON to stdout: the machine-readable answer."""
+    sys.stdout.write(to_json(data) + "\n")
+    sys.stdout.flush()
+
+
+def note(text: str) -> None:
+    """A line of prose for people, on stderr."""
+    stderr().print(text, highlight=False, markup=False)
+
+
+def error(text: str) -> None:
+    """An error line on stderr, prefixed so it stands out in CI logs."""
+    stderr().print(f"error: {text}", style="red", highlight=False, markup=False)
+
+
+def pct(x: float) -> str:
+    """A rate as a percentage with one decimal."""
+    return f"{100 * x:.1f}%"
+
+
+def num(x: float) -> str:
+    """A token count with thousands separators (percentiles may be fractional)."""
+    return f"{x:,.0f}" if abs(x - round(x)) < 1e-9 or abs(x) >= 100 else f"{x:,.1f}"
+
+
+ProgressFn = Callable[[int, int], None]
+
+
+@contextmanager
+def progress_bar(description: str, *, enabled: bool = True, delay_s: float = 1.0
+                 ) -> Iterator[ProgressFn]:
+    """A ``progress(done, total)`` callback that shows a bar once work has run ``delay_s``.
+
+    Short runs never flash a bar; a bar only appears on an interactive
+    stderr, so logs and piped output stay clean.
+    """
+    show = enabled and sys.stderr.isatty()
+    t0 = time.perf_counter()
+    bar: Progress | None = None
+    task: Any = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar, task
+        if not show:
+            return
+        if bar is None:
+            if time.perf_counter() - t0 < delay_s:
+                return
+            bar = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                           TimeElapsedColumn(), console=stderr(), transient=True)
+            bar.start()
+            task = bar.add_task(description, total=total)
+        bar.update(task, completed=done, total=total)
+
+    try:
+        yield update
+    finally:
+        if bar is not None:
+            bar.stop()

@@ -1,0 +1,105 @@
+"""``--plot FILE.png``: hit rate and tail uncached tokens per policy, and hit rate over time.
+
+matplotlib is an optional dependency (``radix-evict[plot]``); it is imported
+only here, with the non-interactive Agg backend, so the CLI works headless.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from radix_evict.replay import ReplayResult
+
+from .errors import EXIT_USAGE, CliError
+
+
+def _pyplot() -> Any:
+    """pyplot on the Agg backend, or a clear environment error when matplotlib is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise CliError("--plot needs matplotlib: pip install 'radix-evict[plot]'",
+                       EXIT_USAGE) from None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _grouped_bars(ax: Any, groups: Sequence[str], series: dict[str, Sequence[float]],
+                  ylabel: str) -> None:
+    """Bars of every series side by side within each group."""
+    n = max(len(series), 1)
+    width = 0.8 / n
+    for i, (name, values) in enumerate(series.items()):
+        xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
+        ax.bar(xs, values, width, label=name)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups, rotation=15)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def _timeline(ax: Any, results: Sequence[ReplayResult], title: str) -> None:
+    """Windowed hit rate against requests replayed, one line per policy."""
+    for r in results:
+        xs = [p.requests for p in r.timeline]
+        ys = [100 * p.hit_rate for p in r.timeline]
+        ax.plot(xs, ys, label=r.label, linewidth=1.2)
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("requests replayed")
+    ax.set_ylabel("hit rate (%)")
+    ax.grid(alpha=0.3)
+
+
+def plot_single(path: Path, results: Sequence[ReplayResult], title: str) -> None:
+    """One workload: hit rate, p50/p90/p99 uncached per policy, and hit rate over time."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+    labels = [r.label for r in results]
+    axes[0].bar(labels, [100 * r.hit_rate for r in results], color="tab:blue")
+    axes[0].set_ylabel("token hit rate (%)")
+    axes[0].set_title("hit rate per policy", fontsize=9)
+    axes[0].grid(axis="y", alpha=0.3)
+    tails = {q: [getattr(r, f"{q}_uncached") for r in results] for q in ("p50", "p90", "p99")}
+    _grouped_bars(axes[1], labels, tails, "uncached prefill tokens per request")
+    axes[1].set_title("uncached tokens per request (p50/p90/p99)", fontsize=9)
+    axes[1].legend(fontsize=8)
+    _timeline(axes[2], results, "hit rate over time (window)")
+    axes[2].legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_matrix(path: Path, workloads: Sequence[str], policies: Sequence[str],
+                results: Sequence[ReplayResult], winners: dict[str, str], title: str) -> None:
+    """Policy x workload: hit rate and p99 uncached grouped by workload, and a timeline each."""
+    plt = _pyplot()
+    cols = max(len(workloads), 2)
+    fig = plt.figure(figsize=(4 * cols, 8.5))
+    grid = fig.add_gridspec(2, cols)
+    cell = {(r.workload, r.label): r for r in results}
+    names = [f"{w}\n(winner: {winners.get(w, '?')})" for w in workloads]
+    hit = {p: [100 * cell[(w, p)].hit_rate for w in workloads] for p in policies}
+    p99 = {p: [cell[(w, p)].p99_uncached for w in workloads] for p in policies}
+    half = cols // 2
+    ax0 = fig.add_subplot(grid[0, :half])
+    _grouped_bars(ax0, names, hit, "token hit rate (%)")
+    ax0.set_title("hit rate", fontsize=9)
+    ax0.legend(fontsize=8)
+    ax1 = fig.add_subplot(grid[0, half:])
+    _grouped_bars(ax1, names, p99, "p99 uncached tokens per request")
+    ax1.set_title("p99 uncached prefill tokens", fontsize=9)
+    for i, w in enumerate(workloads):
+        ax = fig.add_subplot(grid[1, i])
+        _timeline(ax, [cell[(w, p)] for p in policies], f"{w}: hit rate over time")
+        if i == 0:
+            ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,95 @@
+"""Which policy to run, and one honest sentence saying why, with the numbers.
+
+Rule: the highest token hit rate wins; policies within ``NEAR_TIE`` of the
+best count as tied, and among them the lower p99 uncached prefill tokens
+per request wins (the tail is what users feel as slow first tokens). When
+lru, SGLang's default, wins, the sentence says so plainly: switching
+policies would not help.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+NEAR_TIE = 0.005  # hit-rate difference (0.5 percentage points) treated as a tie
+DEFAULT_POLICY = "lru"
+RULE = (
+    f"highest token hit rate; policies within {100 * NEAR_TIE:.1f} points of the best are "
+    "tied and the lower p99 uncached prefill tokens wins"
+)
+
+
+class Scored(Protocol):
+    """What the rule needs from a result (ReplayResult has it)."""
+
+    label: str
+    policy: str
+    hit_rate: float
+    p99_uncached: float
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The winner's label and the sentence explaining it."""
+
+    policy: str
+    reason: str
+    tie_break: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"policy": self.policy, "reason": self.reason, "tie_break": self.tie_break,
+                "rule": RULE}
+
+
+def pick(results: Sequence[Scored]) -> tuple[Scored, bool]:
+    """(winner, whether the p99 tie-break decided it); order given breaks exact ties."""
+    if not results:
+        raise ValueError("no results to pick a winner from")
+    best = max(r.hit_rate for r in results)
+    near = [r for r in results if best - r.hit_rate <= NEAR_TIE + 1e-12]
+    top = max(near, key=lambda r: r.hit_rate)
+    winner = min(near, key=lambda r: (r.p99_uncached, -r.hit_rate))
+    if winner.p99_uncached == top.p99_uncached:
+        winner = top
+    return winner, winner is not top
+
+
+def _p(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _t(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def recommend(results: Sequence[Scored]) -> Recommendation:
+    """Pick the winner and explain it in one sentence with hit rates and p99 uncached tokens."""
+    winner, tie_break = pick(results)
+    others = [r for r in results if r is not winner]
+    w = winner.label
+    if not others:
+        reason = (f"only {w} was simulated: token hit rate {_p(winner.hit_rate)}, "
+                  f"p99 uncached prefill {_t(winner.p99_uncached)} tokens per request")
+        return Recommendation(w, reason, False)
+    runner = max(others, key=lambda r: (r.hit_rate, -r.p99_uncached))
+    if tie_break:
+        top = max(others, key=lambda r: r.hit_rate)
+        reason = (f"{w}: its token hit rate {_p(winner.hit_rate)} is within "
+                  f"{100 * NEAR_TIE:.1f} points of {top.label}'s {_p(top.hit_rate)} and its p99 "
+                  f"uncached prefill is lower ({_t(winner.p99_uncached)} vs "
+                  f"{_t(top.p99_uncached)} tokens per request)")
+    else:
+        gap = 100 * (winner.hit_rate - runner.hit_rate)
+        reason = (f"{w}: highest token hit rate, {_p(winner.hit_rate)} vs {_p(runner.hit_rate)} "
+                  f"for {runner.label} (+{gap:.1f} points), p99 uncached prefill "
+                  f"{_t(winner.p99_uncached)} vs {_t(runner.p99_uncached)} tokens per request")
+    if winner.policy == DEFAULT_POLICY:
+        reason += "; lru is SGLang's default, so keep it: no other policy beats plain recency here"
+    else:
+        lru = next((r for r in others if r.policy == DEFAULT_POLICY), None)
+        if lru is not None and lru is not runner:
+            reason += (f"; lru, SGLang's default, gets {_p(lru.hit_rate)} and p99 "
+                       f"{_t(lru.p99_uncached)}")
+    return Recommendation(w, reason, tie_break)

@@ -1,0 +1,169 @@
+"""What ``simulate`` replays: policy runs from --policy/--config, workloads from --workload/--trace.
+
+Everything here is checked before any replay starts, so a typo in the last
+--config fails in milliseconds, with every problem listed, instead of after
+minutes of simulation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from radix_evict import registry
+from radix_evict.errors import ConfigProblem, PolicyConfigError
+from radix_evict.replay import DEFAULT_POLICIES, PolicyRun, as_runs
+from radix_evict.workloads import (
+    WORKLOADS,
+    TraceParams,
+    Workload,
+    get_workload,
+    load_trace,
+    workload_names,
+)
+
+from .errors import EXIT_USAGE, CliError
+from .options import (
+    Param,
+    decode_config,
+    problem_lines,
+    problems_code,
+    read_config_arg,
+    split_named_config,
+)
+
+ALL = "all"
+# Policies whose config simulate derives from the workload when none is given.
+DERIVED_CONFIG = ("tlru",)
+
+
+def default_policies() -> list[str]:
+    """The five public policies (a package's extensions run only when asked for)."""
+    offered = registry.choices()
+    return [n for n in DEFAULT_POLICIES if n in offered]
+
+
+def pair_configs(policies: Sequence[str], configs: Sequence[str]) -> list[tuple[str, str | None]]:
+    """Give each policy its --config: ``NAME=JSON`` by name, plain JSON by position."""
+    names = list(policies) or default_policies()
+    named: dict[str, str | None] = {}
+    plain: list[str | None] = []
+    for raw in configs:
+        name, text = split_named_config(raw)
+        if name is None:
+            plain.append(read_config_arg(text))
+        elif name in named:
+            raise CliError(f"--config {name}=... given twice", EXIT_USAGE)
+        else:
+            named[name] = read_config_arg(text)
+    if plain and not policies:
+        raise CliError("a plain --config needs --policy to say which policy it is for "
+                       "(or write --config NAME=JSON)", EXIT_USAGE)
+    if len(plain) > len(names):
+        raise CliError(f"{len(plain)} plain --config values for {len(names)} --policy values; "
+                       "each --config goes with the --policy in the same position", EXIT_USAGE)
+    stray = [n for n in named if n not in names]
+    if stray:
+        raise CliError(f"--config for {', '.join(stray)}, which is not among the simulated "
+                       f"policies ({', '.join(names)})", EXIT_USAGE)
+    out: list[tuple[str, str | None]] = []
+    for i, n in enumerate(names):
+        if i < len(plain) and n in named:
+            raise CliError(f"policy {n!r} has both a positional --config and --config {n}=...",
+                           EXIT_USAGE)
+        out.append((n, plain[i] if i < len(plain) else named.get(n)))
+    return out
+
+
+def build_runs(policies: Sequence[str], configs: Sequence[str]) -> list[PolicyRun]:
+    """Validated policy runs; every problem of every policy is reported at once."""
+    pairs = pair_configs(policies, configs)
+    problems: dict[str, list[ConfigProblem]] = {}
+    for name, cfg in pairs:
+        if cfg is None and name in DERIVED_CONFIG:
+            try:
+                registry.check_choice(name)
+            except PolicyConfigError as exc:
+                problems.setdefault(name, []).extend(exc.problems)
+        else:
+            found = registry.validate(name, cfg, extended=False)
+            if found:
+                problems.setdefault(name, []).extend(found)
+    if problems:
+        flat = [p for ps in problems.values() for p in ps]
+        lines = [line for n, ps in problems.items() for line in problem_lines(n, ps)]
+        raise CliError("\n".join(lines), problems_code(flat), [p.to_dict() for p in flat])
+    try:
+        return as_runs([PolicyRun(n, decode_config(c)) for n, c in pairs])
+    except ValueError as exc:
+        raise CliError(f"{exc}; give repeated policies different configs", EXIT_USAGE) from None
+
+
+def _fields(params_type: type[Any]) -> set[str]:
+    return {f.name for f in dataclasses.fields(params_type)}
+
+
+def params_for(name: str, params: Sequence[Param], *, all_mode: bool) -> dict[str, Any]:
+    """The --param values that apply to workload ``name``.
+
+    ``WORKLOAD.KEY=V`` applies to that workload only; a bare ``KEY=V`` applies
+    to the one workload, or with ``--workload all`` to each one that has KEY.
+    """
+    spec = WORKLOADS.get(name)
+    known = _fields(spec.params_type) if spec is not None else set()
+    out: dict[str, Any] = {}
+    for p in params:
+        if p.workload is not None:
+            if p.workload == name:
+                out[p.key] = p.value
+        elif not all_mode or p.key in known:
+            out[p.key] = p.value
+    return out
+
+
+def check_param_scopes(params: Sequence[Param], all_mode: bool) -> None:
+    """Scoped params must name a workload; bare ones under ``all`` must fit at least one."""
+    names = workload_names()
+    for p in params:
+        if p.workload is not None and p.workload not in names:
+            raise CliError(f"--param {p.workload}.{p.key}: unknown workload {p.workload!r} "
+                           f"(workloads: {', '.join(names)})")
+        if p.workload is None and all_mode and not any(
+            p.key in _fields(WORKLOADS[n].params_type) for n in names
+        ):
+            raise CliError(f"--param {p.key}: no workload has this parameter")
+
+
+def workload_list(name: str) -> list[str]:
+    """``all``, one name, or a comma-separated list of names."""
+    if name == ALL:
+        return workload_names()
+    return [n.strip() for n in name.split(",") if n.strip()]
+
+
+def build_workloads(name: str, params: Sequence[Param], seed: int) -> list[Workload]:
+    """``--workload NAME``, ``--workload A,B`` or ``--workload all``."""
+    names = workload_list(name)
+    if not names:
+        raise CliError("--workload needs a workload name or 'all'", EXIT_USAGE)
+    several = len(names) > 1
+    check_param_scopes(params, several)
+    return [get_workload(n, seed=seed, **params_for(n, params, all_mode=several))
+            for n in names]
+
+
+def build_trace(path: Path, params: Sequence[Param]) -> Workload:
+    """A Mooncake trace; a missing file is an environment error, a bad line invalid input."""
+    if not path.exists():
+        raise CliError(f"{path}: no such file", EXIT_USAGE)
+    if path.is_dir():
+        raise CliError(f"{path}: is a directory, expected a Mooncake JSONL trace", EXIT_USAGE)
+    known = _fields(TraceParams)
+    kwargs: dict[str, Any] = {}
+    for p in params:
+        if p.workload is not None or p.key not in known:
+            raise CliError(f"--param {p.key}: a trace takes only {', '.join(sorted(known))}")
+        kwargs[p.key] = p.value
+    return load_trace(path, **kwargs)

@@ -1,0 +1,25 @@
+"""radix-evict's conformance kit, run against this package's policy.
+
+The ``radix_evict_conformance`` marker comes from radix-evict's pytest plugin
+(installed with radix-evict): it adds the whole suite to the class.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.mark.radix_evict_conformance("gdsf", config={"credit": 8.0, "attention_span": 512},
+                                     public=True)
+class TestGreedyDualConformance:
+    pass
+
+
+@pytest.mark.radix_evict_conformance("gdsf", config=None, public=True)
+class TestGreedyDualDefaults:
+    pass
+
+
+@pytest.mark.radix_evict_conformance("fifo", public=True)
+class TestFifoIsOfferedByThisPackage:
+    """fifo is radix-evict's hidden built-in; this package puts it on the choice list."""
