@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -52,7 +52,7 @@ class PolicyHelpCommand(TyperCommand):
         for param in self.params:
             text = getattr(param, "help", None)
             if isinstance(text, str) and "{choices}" in text:
-                param.help = text.replace("{choices}", choices)
+                setattr(param, "help", text.replace("{choices}", choices))  # noqa: B010
         super().format_help(ctx, formatter)
 
 
@@ -85,15 +85,17 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+VerboseOpt = Annotated[bool, typer.Option(
+    "-v", "--verbose", help="Show tracebacks of errors (for bug reports).")]
+VersionOpt = Annotated[bool, typer.Option(
+    "--version", callback=_version, is_eager=True, help="Print the version and exit.")]
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
-    verbose: bool = typer.Option(
-        False, "-v", "--verbose", help="Show tracebacks of errors (for bug reports)."
-    ),
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
+    verbose: VerboseOpt = False,
+    version: VersionOpt = False,
 ) -> None:
     """KV-cache eviction policies for radix prefix caches.
 

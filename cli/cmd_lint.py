@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -10,13 +11,15 @@ from . import output
 from .errors import EXIT_OK, mark_json
 from .lint import lint_files
 
+FilesArg = Annotated[list[Path], typer.Argument(
+    help="Serving config files (YAML, JSON or TOML) using SGLang's argument names.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+
 
 def lint(
     ctx: typer.Context,
-    files: list[Path] = typer.Argument(
-        ..., help="Serving config files (YAML, JSON or TOML) using SGLang's argument names."
-    ),
-    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    files: FilesArg,
+    json_out: JsonOpt = False,
 ) -> None:
     """Check radix-eviction-policy / radix-eviction-policy-config in serving config files.
 

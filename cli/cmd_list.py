@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -28,12 +28,15 @@ def policy_row(spec: PolicySpec, choices: list[str]) -> dict[str, Any]:
     }
 
 
+AllOpt = Annotated[bool, typer.Option(
+    "--all", help="Also show hidden policies (marked) and plugins that failed to load.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+
+
 def list_policies(
     ctx: typer.Context,
-    show_all: bool = typer.Option(
-        False, "--all", help="Also show hidden policies (marked) and plugins that failed to load."
-    ),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
+    show_all: AllOpt = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """List the policies --policy accepts: name, summary, config keys, source distribution."""
     mark_json(ctx.obj, json_out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -11,16 +12,16 @@ from radix_evict import registry
 from . import output
 from .errors import mark_json
 
+OutputOpt = Annotated[Path | None, typer.Option(
+    "--output", "-o", dir_okay=False, help="Write the schema to FILE instead of stdout.")]
+PolicyOpt = Annotated[str | None, typer.Option(
+    "--policy", help="Only this policy's config schema.")]
+
 
 def schema(
     ctx: typer.Context,
-    output_file: Path | None = typer.Option(
-        None, "--output", "-o", help="Write the schema to FILE instead of stdout.",
-        dir_okay=False,
-    ),
-    policy: str | None = typer.Option(
-        None, "--policy", help="Only this policy's config schema."
-    ),
+    output_file: OutputOpt = None,
+    policy: PolicyOpt = None,
 ) -> None:
     """JSON Schema of the registered policies' configs (for editors and check-jsonschema)."""
     mark_json(ctx.obj, output_file is None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -31,8 +31,8 @@ def describe(name: str) -> dict[str, Any]:
 
 def show_policy(
     ctx: typer.Context,
-    policy: str = typer.Argument(..., help="Policy name (see `radix-evict list --all`)."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
+    policy: Annotated[str, typer.Argument(help="Policy name (see `radix-evict list --all`).")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     """Show a policy: summary, each config key (type, default, constraint, meaning), JSON Schema."""
     mark_json(ctx.obj, json_out)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -54,13 +54,17 @@ def _tlru_notes(workloads: Sequence[Workload], runs: Sequence[PolicyRun]) -> dic
     """Say where tlru's config came from when simulate derived it (and return it for JSON)."""
     if not any(r.policy == "tlru" and r.config is None for r in runs):
         return {}
-    out = {}
-    for w in workloads:
-        s = w.suggested_tlru()
-        out[w.name] = s.to_dict()
-        output.note(f"tlru: no --config given, so simulate derives it from {w.name}: "
+    out = {w.name: w.suggested_tlru() for w in workloads}
+    if len(workloads) == 1:
+        (name, s), = out.items()
+        output.note(f"tlru: no --config given, so simulate derives it from {name}: "
                     f"{s.config}. {s.derivation}")
-    return out
+    else:
+        each = "; ".join(f"{n} {s.config}" for n, s in out.items())
+        output.note("tlru: no --config given, so simulate derives one per workload "
+                    "(next_prompt_estimate = mean next-turn growth, threshold = 2 x estimate "
+                    f"rounded up to a multiple of 64): {each}")
+    return {n: s.to_dict() for n, s in out.items()}
 
 
 def _warn_failed(results: Sequence[ReplayResult]) -> None:
@@ -72,7 +76,7 @@ def _warn_failed(results: Sequence[ReplayResult]) -> None:
 
 
 def _print_recommendation(rec: Recommendation, prefix: str = "") -> None:
-    output.stdout().print(f"{prefix}Recommendation: run {rec.policy}. {rec.reason}.",
+    output.stdout().print(f"{prefix}Recommendation: run {rec.policy}: {rec.reason}.",
                           markup=False, highlight=False)
 
 
@@ -216,55 +220,63 @@ def _run_engine(name: str, params: dict[str, Any], runs: list[PolicyRun], *,
     output.note(f"wall time {wall:.2f} s for {len(rows)} engine replays")
 
 
+PolicyOpt = Annotated[list[str] | None, typer.Option(
+    "--policy", "-p",
+    help="Policy to replay (repeatable): one of {choices}. Default: the five public ones.")]
+ConfigOpt = Annotated[list[str] | None, typer.Option(
+    "--config", "-c",
+    help="Policy config (repeatable): JSON for the --policy in the same position, or NAME=JSON, "
+         "or @FILE. tlru without one gets a config derived from the workload.")]
+WorkloadOpt = Annotated[str | None, typer.Option(
+    "--workload", "-w",
+    help=f"Built-in workload, 'A,B' or 'all' for a policy x workload matrix "
+         f"(default {DEFAULT_WORKLOAD}; see --list-workloads).")]
+ParamOpt = Annotated[list[str] | None, typer.Option(
+    "--param", "-P",
+    help="Workload parameter KEY=VALUE or WORKLOAD.KEY=VALUE (repeatable), e.g. convs=50.")]
+TraceOpt = Annotated[Path | None, typer.Option(
+    "--trace",
+    help="Mooncake JSONL trace ({timestamp, input_length, output_length, hash_ids}, 512-token "
+         "blocks); default pool 4,000,000 tokens.")]
+PoolOpt = Annotated[int | None, typer.Option(
+    "--pool-tokens", min=1, help="KV pool size in tokens (default: the workload's).")]
+PageOpt = Annotated[int, typer.Option("--page-size", min=1, help="Tokens per KV page.")]
+SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Workload (and model) seed.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+PlotOpt = Annotated[Path | None, typer.Option(
+    "--plot",
+    help="Write a PNG: hit rate and tail uncached tokens per policy, and hit rate over time.")]
+MetricsOpt = Annotated[Path | None, typer.Option(
+    "--enable-metrics", help="Write the cache counters in Prometheus text format.")]
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", help="Replay through a real decoder with K/V in the pool: 'tiny'.")]
+DeviceOpt = Annotated[str, typer.Option("--device", help="With --model: auto, cpu or cuda.")]
+BaselineOpt = Annotated[bool, typer.Option(
+    "--baseline/--no-baseline", help="With --model: also run without a cache.")]
+ProgressOpt = Annotated[bool, typer.Option(
+    "--progress/--no-progress", help="Progress bar on a terminal for runs over a second.")]
+ListOpt = Annotated[bool, typer.Option(
+    "--list-workloads", help="List the built-in workloads and their parameters.")]
+
+
 def simulate(
     ctx: typer.Context,
-    policy: list[str] = typer.Option(
-        [], "--policy", "-p",
-        help="Policy to replay (repeatable): one of {choices}. Default: the five public ones.",
-    ),
-    config: list[str] = typer.Option(
-        [], "--config", "-c",
-        help="Policy config (repeatable): JSON for the --policy in the same position, or "
-             "NAME=JSON, or @FILE. tlru without one gets a config derived from the workload.",
-    ),
-    workload: str | None = typer.Option(
-        None, "--workload", "-w",
-        help=f"Built-in workload, 'A,B' or 'all' for a policy x workload matrix "
-             f"(default {DEFAULT_WORKLOAD}; see --list-workloads).",
-    ),
-    param: list[str] = typer.Option(
-        [], "--param", "-P",
-        help="Workload parameter KEY=VALUE or WORKLOAD.KEY=VALUE (repeatable), e.g. convs=50.",
-    ),
-    trace: Path | None = typer.Option(
-        None, "--trace", help="Mooncake JSONL trace ({timestamp, input_length, output_length, "
-                              "hash_ids}, 512-token blocks); default pool 4,000,000 tokens.",
-    ),
-    pool_tokens: int | None = typer.Option(
-        None, "--pool-tokens", min=1, help="KV pool size in tokens (default: the workload's)."
-    ),
-    page_size: int = typer.Option(1, "--page-size", min=1, help="Tokens per KV page."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Workload (and model) seed."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
-    plot: Path | None = typer.Option(
-        None, "--plot", help="Write a PNG: hit rate and tail uncached tokens per policy, and "
-                             "hit rate over time.",
-    ),
-    metrics: Path | None = typer.Option(
-        None, "--enable-metrics", help="Write the cache counters in Prometheus text format."
-    ),
-    model: str | None = typer.Option(
-        None, "--model", help="Replay through a real decoder with K/V in the pool: 'tiny'."
-    ),
-    device: str = typer.Option("auto", "--device", help="With --model: auto, cpu or cuda."),
-    baseline: bool = typer.Option(
-        True, "--baseline/--no-baseline", help="With --model: also run without a cache."
-    ),
-    progress: bool = typer.Option(True, "--progress/--no-progress",
-                                  help="Progress bar on a terminal for runs over a second."),
-    list_workloads: bool = typer.Option(
-        False, "--list-workloads", help="List the built-in workloads and their parameters."
-    ),
+    policy: PolicyOpt = None,
+    config: ConfigOpt = None,
+    workload: WorkloadOpt = None,
+    param: ParamOpt = None,
+    trace: TraceOpt = None,
+    pool_tokens: PoolOpt = None,
+    page_size: PageOpt = 1,
+    seed: SeedOpt = 0,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+    metrics: MetricsOpt = None,
+    model: ModelOpt = None,
+    device: DeviceOpt = "auto",
+    baseline: BaselineOpt = True,
+    progress: ProgressOpt = True,
+    list_workloads: ListOpt = False,
 ) -> None:
     """Which policy should I run? Replay a workload under each policy and recommend one.
 
@@ -273,6 +285,7 @@ def simulate(
     slru, priority and tlru.
     """
     mark_json(ctx.obj, json_out)
+    policy, config = policy or [], config or []
     if list_workloads:
         _list_workloads(json_out)
         return
@@ -282,7 +295,7 @@ def simulate(
         raise CliError(f"--device {device!r}: use auto, cpu or cuda", EXIT_USAGE)
     _check_output(plot, "--plot", PLOT_SUFFIXES)
     _check_output(metrics, "--enable-metrics")
-    params = parse_params(param)
+    params = parse_params(param or [])
     name = workload or DEFAULT_WORKLOAD
     if model is not None:
         from .engine_run import MODELS

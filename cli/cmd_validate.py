@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -33,15 +33,19 @@ def check(policy: str, config: str | None) -> list[ConfigProblem]:
     return []
 
 
+PolicyOpt = Annotated[str, typer.Option("--policy", "-p", help="Policy name: one of {choices}.")]
+ConfigOpt = Annotated[str | None, typer.Option(
+    "--config", "-c", help="Policy config as a JSON object string, or @FILE.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+
+
 def validate(
     ctx: typer.Context,
-    policy: str = typer.Option(..., "--policy", "-p", help="Policy name: one of {choices}."),
-    config: str | None = typer.Option(
-        None, "--config", "-c", help="Policy config as a JSON object string, or @FILE."
-    ),
-    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    policy: PolicyOpt,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
-    """Check a policy name and config exactly as the cache does at startup; print OK or every error."""
+    """Check a policy and config exactly as the cache does at startup; print OK or every error."""
     mark_json(ctx.obj, json_out)
     text = read_config_arg(config)
     problems = check(policy, text)

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from radix_evict import registry
-from radix_evict.errors import ConfigProblem
+from radix_evict.errors import ConfigProblem, valid_keys_text
 
 from .errors import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
@@ -135,8 +135,10 @@ def load_documents(path: Path) -> list[tuple[Loc, Any]]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        detail = " ".join(str(exc).split())
-        raise _parse_error(name, f"malformed YAML: {detail}", line) from None
+        where = f" at line {line}, column {mark.column + 1}" if mark is not None else ""
+        parts = [getattr(exc, "context", None), getattr(exc, "problem", None)]
+        detail = ", ".join(str(x) for x in parts if x) or " ".join(str(exc).split())
+        raise _parse_error(name, f"malformed YAML{where}: {detail}", line) from None
     if len(docs) == 1:
         return [((), docs[0])]
     return [((f"document[{i}]",), d) for i, d in enumerate(docs)]
@@ -180,20 +182,21 @@ def _config_problem(file: str, s: Setting, policy: str, p: ConfigProblem,
                     implied: bool) -> LintProblem:
     """Place a registry problem at the key path it is about."""
     code = EXIT_USAGE if p.type in ("plugin_failed", "name_conflict") else EXIT_INVALID
-    hint = p.hint
-    if p.key is not None and p.valid_keys is not None and p.type == "extra_forbidden":
-        keys = ", ".join(p.valid_keys) or "none"
-        hint = f"{hint}; valid keys: {keys}" if hint else f"valid keys: {keys}"
-    if implied:
-        why = f"no {POLICY_KEY} is set, so SGLang uses {DEFAULT_POLICY}, which takes no keys"
-        hint = f"{hint}; {why}" if hint else why
     if p.type in NAME_PROBLEMS:
+        hint = p.hint if p.hint and p.hint not in p.msg else None
         return LintProblem(file, dotted((*s.loc, s.policy_key or POLICY_KEY)), p.type, p.msg,
-                           p.hint, None, code)
+                           hint, None, code)
+    hint = p.hint
+    if p.type == "extra_forbidden":
+        keys = valid_keys_text(policy, p.valid_keys)
+        hint = f"{hint}; {keys}" if hint else keys
+    if implied:
+        why = f"no {POLICY_KEY} is set, so SGLang uses {DEFAULT_POLICY}"
+        hint = f"{hint}; {why}" if hint else why
     inner: Loc = tuple(p.loc) or ((p.key,) if p.key else ())
     if s.config_key is None:
         # A policy that needs a config (tlru) but none is given: point at the policy key.
-        msg = f"{p.key}: {p.msg}" if p.key else p.msg
+        msg = f"{p.key}: {p.msg}" if p.key and not p.msg.startswith(p.key) else p.msg
         msg += f" ({CONFIG_KEY} is not set)"
         return LintProblem(file, dotted((*s.loc, s.policy_key or POLICY_KEY)), p.type, msg,
                            hint, None, code)

@@ -48,8 +48,15 @@ def problem_lines(policy: str, problems: Sequence[ConfigProblem]) -> list[str]:
     n = len(problems)
     lines = [f"policy {policy!r}: {n} problem{'s' if n != 1 else ''}"]
     for p in problems:
-        lines.append("  - " + str(p).replace("\n", "\n    "))
+        lines.append("  - " + problem_text(p).replace("\n", "\n    "))
     return lines
+
+
+def problem_text(p: ConfigProblem) -> str:
+    """A problem in one line; name problems already carry their hint in the message."""
+    if p.key is None and p.hint and p.hint in p.msg:
+        return p.msg
+    return str(p)
 
 
 ENV_PROBLEMS = ("plugin_failed", "name_conflict")

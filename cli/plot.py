@@ -6,7 +6,7 @@ only here, with the non-interactive Agg backend, so the CLI works headless.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ def _pyplot() -> Any:
     return plt
 
 
-def _grouped_bars(ax: Any, groups: Sequence[str], series: dict[str, Sequence[float]],
+def _grouped_bars(ax: Any, groups: Sequence[str], series: Mapping[str, Sequence[float]],
                   ylabel: str) -> None:
     """Bars of every series side by side within each group."""
     n = max(len(series), 1)

@@ -24,10 +24,14 @@ RULE = (
 class Scored(Protocol):
     """What the rule needs from a result (ReplayResult has it)."""
 
-    label: str
-    policy: str
-    hit_rate: float
-    p99_uncached: float
+    @property
+    def label(self) -> str: ...
+    @property
+    def policy(self) -> str: ...
+    @property
+    def hit_rate(self) -> float: ...
+    @property
+    def p99_uncached(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,10 @@ def pick(results: Sequence[Scored]) -> tuple[Scored, bool]:
     return winner, winner is not top
 
 
+def _same(a: Scored, b: Scored) -> bool:
+    return abs(a.hit_rate - b.hit_rate) < 1e-12 and abs(a.p99_uncached - b.p99_uncached) < 1e-9
+
+
 def _p(x: float) -> str:
     return f"{100 * x:.1f}%"
 
@@ -70,19 +78,33 @@ def recommend(results: Sequence[Scored]) -> Recommendation:
     others = [r for r in results if r is not winner]
     w = winner.label
     if not others:
-        reason = (f"only {w} was simulated: token hit rate {_p(winner.hit_rate)}, "
+        reason = (f"it is the only policy simulated: token hit rate {_p(winner.hit_rate)}, "
                   f"p99 uncached prefill {_t(winner.p99_uncached)} tokens per request")
         return Recommendation(w, reason, False)
     runner = max(others, key=lambda r: (r.hit_rate, -r.p99_uncached))
+    if all(_same(r, winner) for r in others):
+        evicted = [getattr(r, "evicted_tokens", None) for r in results]
+        why = ("nothing was evicted, so the pool never made a policy choose; try a smaller "
+               "--pool-tokens" if all(e == 0 for e in evicted) else
+               "the policies made equivalent choices on this workload")
+        reason = (f"all {len(results)} policies tie at token hit rate {_p(winner.hit_rate)} and "
+                  f"p99 uncached prefill {_t(winner.p99_uncached)} tokens per request ({why}); "
+                  f"{w} is listed first")
+        if winner.policy == DEFAULT_POLICY:
+            reason += ", and it is SGLang's default"
+        return Recommendation(w, reason, False)
     if tie_break:
         top = max(others, key=lambda r: r.hit_rate)
-        reason = (f"{w}: its token hit rate {_p(winner.hit_rate)} is within "
+        reason = (f"its token hit rate {_p(winner.hit_rate)} is within "
                   f"{100 * NEAR_TIE:.1f} points of {top.label}'s {_p(top.hit_rate)} and its p99 "
                   f"uncached prefill is lower ({_t(winner.p99_uncached)} vs "
                   f"{_t(top.p99_uncached)} tokens per request)")
+        if top.policy == DEFAULT_POLICY:
+            reason += ("; lru, SGLang's default, has the slightly higher hit rate, so keeping it "
+                       "costs little")
     else:
         gap = 100 * (winner.hit_rate - runner.hit_rate)
-        reason = (f"{w}: highest token hit rate, {_p(winner.hit_rate)} vs {_p(runner.hit_rate)} "
+        reason = (f"highest token hit rate, {_p(winner.hit_rate)} vs {_p(runner.hit_rate)} "
                   f"for {runner.label} (+{gap:.1f} points), p99 uncached prefill "
                   f"{_t(winner.p99_uncached)} vs {_t(runner.p99_uncached)} tokens per request")
     if winner.policy == DEFAULT_POLICY:

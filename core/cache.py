@@ -23,7 +23,14 @@ from radix_evict.pool import Allocator
 from radix_evict.registry import registry
 from radix_evict.slots import SlotArray, slot_storage
 from radix_evict.stats import CacheStats
-from radix_evict.tree import TOKEN_BYTES, TokenKey, TreeNode, as_token_array, common_prefix_len
+from radix_evict.tree import (
+    TOKEN_BYTES,
+    TokenKey,
+    TreeNode,
+    as_token_array,
+    common_prefix_len,
+    key_view,
+)
 
 
 class MatchResult(NamedTuple):
@@ -116,21 +123,22 @@ class RadixCache:
         path: list[TreeNode] = []
         off = 0
         if n:
-            kb = arr[:n].tobytes()
-            nb = len(kb)
+            kv = key_view(arr, n)
+            nb = n * TOKEN_BYTES
             pb = P * TOKEN_BYTES
             node = root
             while off < nb:
-                child = node.children.get(kb[off : off + pb])
+                child = node.children.get(kv[off : off + pb].tobytes())
                 if child is None:
                     break
                 ck = child.key_bytes
-                if kb.startswith(ck, off):
+                end = off + len(ck)
+                if end <= nb and ck.startswith(kv[off:end]):
                     path.append(child)
                     node = child
-                    off += len(ck)
+                    off = end
                     continue
-                m = common_prefix_len(ck, kb, off // TOKEN_BYTES) // P * P
+                m = common_prefix_len(ck, kv, off) // P * P
                 node = self._split(child, m)
                 path.append(node)
                 off += m * TOKEN_BYTES
@@ -171,7 +179,8 @@ class RadixCache:
         if L == 0:
             raise ValueError("insert: empty key (nothing to cache)")
         self._check_indices(indices, L)
-        prio = 0 if priority is None else _check_int("priority", priority)
+        prio = priority if type(priority) is int else (
+            0 if priority is None else _check_int("priority", priority))
         prev = _check_int("prev_prefix_len", prev_prefix_len, 0)
         if prev > L:
             raise ValueError(f"prev_prefix_len {prev} exceeds the key length {L}")
@@ -185,23 +194,24 @@ class RadixCache:
         if n == 0:
             self._clock = clock
             return 0
-        kb = arr[:n].tobytes()
-        nb = len(kb)
+        kv = key_view(arr, n)
+        nb = n * TOKEN_BYTES
         pb = P * TOKEN_BYTES
         node = root
         off = 0
         while off < nb:
-            child = node.children.get(kb[off : off + pb])
+            child = node.children.get(kv[off : off + pb].tobytes())
             if child is None:
                 break
             clock += 1
             child.last_access_time = clock
             ck = child.key_bytes
-            if kb.startswith(ck, off):
-                off += len(ck)
+            end = off + len(ck)
+            if end <= nb and ck.startswith(kv[off:end]):
+                off = end
             else:
                 self._clock = clock
-                m = common_prefix_len(ck, kb, off // TOKEN_BYTES) // P * P
+                m = common_prefix_len(ck, kv, off) // P * P
                 child = self._split(child, m)
                 clock = self._clock
                 off += m * TOKEN_BYTES
@@ -212,12 +222,12 @@ class RadixCache:
             node = child
         matched = off // TOKEN_BYTES
         if matched < n:
-            leaf = TreeNode(node, kb[off:], self._slots.take(indices, matched, n), clock + 1, prio)
+            leaf = TreeNode(node, kv[off:].tobytes(), self._slots.take(indices, matched, n), clock + 1, prio)
             leaf.creation_time = clock + 2
             clock += 2
             if n > done:
                 leaf.hit_count = 1
-            node.children[kb[off : off + pb]] = leaf
+            node.children[leaf.key_bytes[:pb]] = leaf
             depth = leaf.prefix_len
             x: TreeNode | None = node
             while x is not None and x.history_len < depth:

@@ -46,7 +46,6 @@ class KVPool:
     (these calls sit on every request's path).
     """
 
-    accepts_numpy = True  # release() also takes numpy arrays (cpu pools)
 
     def __init__(
         self,

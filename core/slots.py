@@ -14,9 +14,24 @@ from typing import Any, Union
 import numpy as np
 import torch
 
-from radix_evict.pool import Allocator
+from radix_evict.pool import Allocator, KVPool
 
 SlotArray = Union[np.ndarray, torch.Tensor]
+
+
+def unchecked_release(pool: Allocator) -> Any:
+    """``pool.release`` when calling it is indistinguishable from calling ``pool.free``.
+
+    That holds for a :class:`KVPool` whose ``free`` nobody overrode: the
+    release path does what ``free`` does minus the checks, which the tree's
+    own invariants make redundant. Any other allocator, including a KVPool
+    subclass that wraps ``free`` (to poison or count slots), sees every slot
+    the cache lets go through its ``free``, as the API promises.
+    """
+    kind = type(pool)
+    if isinstance(pool, KVPool) and kind.free is KVPool.free and kind.release is KVPool.release:
+        return pool.release
+    return None
 
 
 class NumpySlots:
@@ -24,9 +39,7 @@ class NumpySlots:
 
     def __init__(self, pool: Allocator) -> None:
         self._pool = pool
-        release = getattr(pool, "release", None)
-        # KVPool.release takes numpy arrays directly; other allocators get tensors via free.
-        self._release_np = release if getattr(pool, "accepts_numpy", False) else None
+        self._release_np = unchecked_release(pool)  # takes numpy arrays directly
         self.empty = np.empty(0, dtype=np.int64)
 
     def take(self, indices: torch.Tensor, start: int, stop: int) -> np.ndarray:
@@ -53,7 +66,7 @@ class TorchSlots:
 
     def __init__(self, pool: Allocator) -> None:
         self._pool = pool
-        self._release = getattr(pool, "release", pool.free)
+        self._release = unchecked_release(pool) or pool.free
         self.empty = torch.empty(0, dtype=torch.int64, device=pool.device)
 
     def take(self, indices: torch.Tensor, start: int, stop: int) -> torch.Tensor:

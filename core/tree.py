@@ -126,14 +126,26 @@ def as_token_array(tokens: Any, what: str = "tokens") -> np.ndarray:
     return arr
 
 
-def common_prefix_len(a: bytes, b: bytes, b_offset: int) -> int:
-    """Tokens shared by ``a`` and ``b`` read from token ``b_offset`` on."""
-    start = b_offset * TOKEN_BYTES
-    rest = len(b) - start
-    if rest < len(a) and a.startswith(b[start:] if start else b):
-        return rest // TOKEN_BYTES  # ``b`` ends inside ``a``: the common case of a split insert
-    x = np.frombuffer(a, dtype=np.int64)
-    y = np.frombuffer(b, dtype=np.int64, offset=start)
+def key_view(arr: np.ndarray, n: int) -> memoryview:
+    """The first ``n`` tokens of ``arr`` as raw bytes, without copying them.
+
+    ``bytes.startswith`` accepts a memoryview, so node keys are compared
+    against the caller's array in place: a 10k-token prompt is never copied
+    just to be looked up.
+    """
+    head = arr[:n]
+    if not head.flags.c_contiguous:
+        head = np.ascontiguousarray(head)
+    return memoryview(head).cast("B")
+
+
+def common_prefix_len(node_key: bytes, key: memoryview, offset: int) -> int:
+    """Tokens ``node_key`` shares with ``key`` read from byte ``offset`` on."""
+    rest = len(key) - offset
+    if rest < len(node_key) and node_key.startswith(key[offset:]):
+        return rest // TOKEN_BYTES  # the key ends inside the node: the common case of a split insert
+    x = np.frombuffer(node_key, dtype=np.int64)
+    y = np.frombuffer(key, dtype=np.int64, offset=offset)
     n = min(len(x), len(y))
     diff = np.flatnonzero(x[:n] != y[:n])
     return int(diff[0]) if len(diff) else n

@@ -203,7 +203,7 @@ class Engine:
         # Pad each context with its own newest slot (written this step), so a
         # pad never reads a slot the request does not own; the mask hides it.
         ctx = torch.stack([
-            torch.cat([r.row[:n], r.row[:1].mul(0).add(self.pool.size - 1).expand(width - n)])
+            torch.cat([r.row[:n], r.row[n - 1 : n].expand(width - n)])
             for r, n in zip(running, lens, strict=True)
         ])
         tokens = torch.tensor([r.generated[-1] for r in running], dtype=torch.int64, device=dev)
