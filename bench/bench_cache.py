@@ -45,13 +45,15 @@ def replay_throughput(policies: list[str], runs: int) -> list[dict[str, Any]]:
     for policy in policies:
         results = [replay(workload, policy, config_for(policy)) for _ in range(runs)]
         r = results[0]
-        rows.append({
-            "policy": policy,
-            "requests": r.requests,
-            "req_per_s": statistics.median(x.req_per_s for x in results),
-            "hit_rate": r.hit_rate,
-            "evicted_tokens": r.evicted_tokens,
-        })
+        rows.append(
+            {
+                "policy": policy,
+                "requests": r.requests,
+                "req_per_s": statistics.median(x.req_per_s for x in results),
+                "hit_rate": r.hit_rate,
+                "evicted_tokens": r.evicted_tokens,
+            }
+        )
     return rows
 
 
@@ -105,7 +107,9 @@ def evict_cost(policy: str, leaves: int, calls: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--policies", default=",".join(ALL))
     p.add_argument("--leaves", default="1000,10000,100000")
     p.add_argument("--calls", type=int, default=2000, help="evict calls per size")
@@ -121,19 +125,27 @@ def main() -> None:
     if not a.skip_replay:
         rows = replay_throughput(policies, a.runs)
         out["replay"] = rows
-        print(f"# built-in workload 'chat' ({rows[0]['requests']} requests), median of {a.runs} runs")
+        print(
+            f"# built-in workload 'chat' ({rows[0]['requests']} requests), median of {a.runs} runs"
+        )
         print(f"{'policy':10s} {'req/s':>10s} {'hit rate':>9s} {'evicted':>12s}")
         for r in rows:
-            print(f"{r['policy']:10s} {r['req_per_s']:10,.0f} {r['hit_rate']:9.4f} {r['evicted_tokens']:12,}")
+            line = f"{r['policy']:10s} {r['req_per_s']:10,.0f} {r['hit_rate']:9.4f}"
+            print(f"{line} {r['evicted_tokens']:12,}")
         print()
 
     costs = [evict_cost(pol, n, a.calls) for pol in policies for n in sizes]
     out["evict_cost"] = costs
-    print(f"# one evict(1) call with N evictable leaves (median of {a.calls}; full scan = SGLang-style rescan)")
+    print(
+        f"# one evict(1) call with N evictable leaves (median of {a.calls};"
+        " full scan = SGLang-style rescan)"
+    )
     print(f"{'policy':10s} {'leaves':>8s} {'evict us':>9s} {'p90 us':>8s} {'full scan us':>13s}")
     for c in costs:
-        print(f"{c['policy']:10s} {c['leaves']:8,} {c['evict_us']:9.1f} {c['evict_p90_us']:8.1f} "
-              f"{c['full_scan_us']:13.1f}")
+        print(
+            f"{c['policy']:10s} {c['leaves']:8,} {c['evict_us']:9.1f} {c['evict_p90_us']:8.1f} "
+            f"{c['full_scan_us']:13.1f}"
+        )
     flat = {}
     for pol in policies:
         mine = [c["evict_us"] for c in costs if c["policy"] == pol]

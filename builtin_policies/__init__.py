@@ -28,7 +28,10 @@ __all__ = [
 ]
 
 _PUBLIC = (
-    (LRUPolicy, "Least recently used prefix goes first; matches how prefix reuse decays with time."),
+    (
+        LRUPolicy,
+        "Least recently used prefix goes first; matches how prefix reuse decays with time.",
+    ),
     (LFUPolicy, "Fewest requests first, then least recent; keeps a small set of hot prompts."),
     (
         SLRUPolicy,

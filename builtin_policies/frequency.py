@@ -33,7 +33,8 @@ class SLRUPolicy(EvictionPolicy):
 
     def __init__(self, config: SLRUConfig | None = None) -> None:
         super().__init__(config)
-        self._threshold = self.config.protected_threshold  # type: ignore[attr-defined]
+        assert isinstance(self.config, SLRUConfig)
+        self._threshold = self.config.protected_threshold
 
     def score(self, node: TreeNode) -> tuple[int, float]:
         return (1 if node.hit_count >= self._threshold else 0, node.last_access_time)

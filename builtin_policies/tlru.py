@@ -46,7 +46,8 @@ class TLRUPolicy(EvictionPolicy):
 
     def __init__(self, config: TLRUConfig | None = None) -> None:
         super().__init__(config)
-        cfg: TLRUConfig = self.config  # type: ignore[assignment]
+        cfg = self.config
+        assert isinstance(cfg, TLRUConfig)
         self._slack = cfg.next_prompt_estimate - cfg.threshold
 
     def score(self, node: TreeNode) -> tuple[int, float]:

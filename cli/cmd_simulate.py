@@ -194,7 +194,7 @@ def _run_engine(name: str, params: dict[str, Any], runs: list[PolicyRun], *,
 
     wl, requests = tiny_setup(name, seed, params)
     dev = None if device == "auto" else device
-    output.note(f"model tiny on {device}: workload {wl.name} shrunk to {len(requests)} requests")
+    output.note(f"model tiny on {_device_name(device)}: workload {wl.name} shrunk to {len(requests)} requests")
     _tlru_notes([wl], runs)
     t0 = time.perf_counter()
     with output.progress_bar("engine replays", enabled=progress, delay_s=0.0) as prog:
@@ -347,3 +347,12 @@ def _list_workloads(json_out: bool) -> None:
         ps = ", ".join(f"{p['name']}={p['default']}" for p in s["params"])
         t.add_row(s["name"], s["summary"], ps)
     output.stdout().print(t)
+
+
+def _device_name(device: str) -> str:
+    """What ``auto`` resolves to: cuda when a GPU is visible, else cpu."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

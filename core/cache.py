@@ -73,8 +73,10 @@ class RadixCache:
             self.policy = registry.load_policy(policy, policy_config)
         for attr in ("alloc", "free", "available_size", "device", "page_size"):
             if not hasattr(pool, attr):
-                raise TypeError(f"pool has no {attr!r}: it must provide alloc, free, "
-                                "available_size, device and page_size")
+                raise TypeError(
+                    f"pool has no {attr!r}: it must provide alloc, free, "
+                    "available_size, device and page_size"
+                )
         pool_page = int(pool.page_size)
         if page_size is not None and _check_int("page_size", page_size, 1) != pool_page:
             raise ValueError(f"page_size {page_size} differs from the pool's page_size {pool_page}")
@@ -179,8 +181,11 @@ class RadixCache:
         if L == 0:
             raise ValueError("insert: empty key (nothing to cache)")
         self._check_indices(indices, L)
-        prio = priority if type(priority) is int else (
-            0 if priority is None else _check_int("priority", priority))
+        prio = (
+            priority
+            if type(priority) is int
+            else (0 if priority is None else _check_int("priority", priority))
+        )
         prev = _check_int("prev_prefix_len", prev_prefix_len, 0)
         if prev > L:
             raise ValueError(f"prev_prefix_len {prev} exceeds the key length {L}")
@@ -222,7 +227,9 @@ class RadixCache:
             node = child
         matched = off // TOKEN_BYTES
         if matched < n:
-            leaf = TreeNode(node, kv[off:].tobytes(), self._slots.take(indices, matched, n), clock + 1, prio)
+            leaf = TreeNode(
+                node, kv[off:].tobytes(), self._slots.take(indices, matched, n), clock + 1, prio
+            )
             leaf.creation_time = clock + 2
             clock += 2
             if n > done:
@@ -255,7 +262,9 @@ class RadixCache:
         ):
             return
         if not isinstance(indices, torch.Tensor):
-            raise TypeError(f"indices must be a torch tensor of KV slots, got {type(indices).__name__}")
+            raise TypeError(
+                f"indices must be a torch tensor of KV slots, got {type(indices).__name__}"
+            )
         if indices.dtype == torch.bool or indices.dtype.is_floating_point or indices.is_complex():
             raise TypeError(f"indices must be integer KV slots, got dtype {indices.dtype}")
         if indices.dim() != 1:
@@ -356,7 +365,9 @@ class RadixCache:
     @staticmethod
     def _foreign_node(op: str, node: object) -> Exception:
         if not isinstance(node, TreeNode):
-            return TypeError(f"{op}: expected a TreeNode from match_prefix, got {type(node).__name__}")
+            return TypeError(
+                f"{op}: expected a TreeNode from match_prefix, got {type(node).__name__}"
+            )
         return ValueError(f"{op}: node is not in this cache (evicted, reset, or another cache's)")
 
     # ------------------------------------------------------------------ evict

@@ -61,7 +61,9 @@ def check_cache(cache: RadixCache, held_by_callers: Iterable[Any] = ()) -> None:
             if len(c.key_bytes) != c.num_tokens * TOKEN_BYTES or len(c.value) != c.num_tokens:
                 fail(f"{c!r}: key, value and num_tokens disagree")
             if c.prefix_len != x.prefix_len + c.num_tokens:
-                fail(f"{c!r}: prefix_len {c.prefix_len} != parent's {x.prefix_len} + {c.num_tokens}")
+                fail(
+                    f"{c!r}: prefix_len {c.prefix_len} != parent's {x.prefix_len} + {c.num_tokens}"
+                )
             if c.history_len < c.prefix_len or (x is not root and x.history_len < c.history_len):
                 fail(f"{c!r}: history_len below the branch's depth")
             if c.lock_ref < 0 or (x is not root and c.lock_ref > x.lock_ref):

@@ -7,14 +7,14 @@ evicts the lowest score first and breaks equal scores by
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Union
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     from radix_evict.tree import TreeNode
 
-Score = Union[float, int, tuple[Any, ...]]
+Score = float | int | tuple[Any, ...]
 
 
 class PolicyConfig(BaseModel):

@@ -46,7 +46,6 @@ class KVPool:
     (these calls sit on every request's path).
     """
 
-
     def __init__(
         self,
         size: int,
@@ -57,8 +56,13 @@ class KVPool:
         head_dim: int = 1,
         dtype: torch.dtype = torch.float16,
     ) -> None:
-        for name, v, low in (("size", size, 1), ("page_size", page_size, 1), ("layers", layers, 0),
-                             ("heads", heads, 1), ("head_dim", head_dim, 1)):
+        for name, v, low in (
+            ("size", size, 1),
+            ("page_size", page_size, 1),
+            ("layers", layers, 0),
+            ("heads", heads, 1),
+            ("head_dim", head_dim, 1),
+        ):
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ValueError(f"KVPool: {name} must be an integer >= {low}, got {v!r}")
         if size % page_size:
@@ -173,7 +177,9 @@ class KVPool:
     def _pages_of(self, indices: torch.Tensor) -> Any:
         """Validate slots and return their page ids (numpy on cpu, a tensor elsewhere)."""
         if not isinstance(indices, torch.Tensor):
-            raise TypeError(f"KVPool.free: expected a torch tensor of slots, got {type(indices).__name__}")
+            raise TypeError(
+                f"KVPool.free: expected a torch tensor of slots, got {type(indices).__name__}"
+            )
         if indices.dtype == torch.bool or indices.dtype.is_floating_point or indices.is_complex():
             raise TypeError(f"KVPool.free: slots must be integers, got dtype {indices.dtype}")
         if indices.device != self._device:

@@ -9,14 +9,14 @@ module knows which.
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import torch
 
 from radix_evict.pool import Allocator, KVPool
 
-SlotArray = Union[np.ndarray, torch.Tensor]
+SlotArray = np.ndarray | torch.Tensor
 
 
 def unchecked_release(pool: Allocator) -> Any:

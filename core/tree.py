@@ -9,14 +9,14 @@ numpy find where two keys diverge.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import torch
 
 TOKEN_BYTES = 8  # keys are stored as int64
 
-TokenKey = Union[Sequence[int], np.ndarray, torch.Tensor]
+TokenKey = Sequence[int] | np.ndarray | torch.Tensor
 
 
 class TreeNode:
@@ -57,7 +57,7 @@ class TreeNode:
         self.key_bytes = key_bytes
         self.value = value
         self.num_tokens = len(key_bytes) // TOKEN_BYTES
-        self.prefix_len = (parent.prefix_len if parent is not None else 0) + self.num_tokens
+        self.prefix_len: int = (parent.prefix_len if parent is not None else 0) + self.num_tokens
         self.history_len = self.prefix_len
         self.last_access_time = time
         self.creation_time = time
@@ -102,7 +102,9 @@ def as_token_array(tokens: Any, what: str = "tokens") -> np.ndarray:
     elif isinstance(tokens, np.ndarray):
         arr = tokens
     elif isinstance(tokens, (str, bytes)):
-        raise TypeError(f"{what} must be a sequence of integer token ids, got {type(tokens).__name__}")
+        raise TypeError(
+            f"{what} must be a sequence of integer token ids, got {type(tokens).__name__}"
+        )
     else:
         try:
             n = len(tokens)
@@ -136,14 +138,16 @@ def key_view(arr: np.ndarray, n: int) -> memoryview:
     head = arr[:n]
     if not head.flags.c_contiguous:
         head = np.ascontiguousarray(head)
-    return memoryview(head).cast("B")
+    return memoryview(head).cast("B")  # type: ignore[arg-type]
 
 
 def common_prefix_len(node_key: bytes, key: memoryview, offset: int) -> int:
     """Tokens ``node_key`` shares with ``key`` read from byte ``offset`` on."""
     rest = len(key) - offset
     if rest < len(node_key) and node_key.startswith(key[offset:]):
-        return rest // TOKEN_BYTES  # the key ends inside the node: the common case of a split insert
+        return (
+            rest // TOKEN_BYTES
+        )  # the key ends inside the node: the common case of a split insert
     x = np.frombuffer(node_key, dtype=np.int64)
     y = np.frombuffer(key, dtype=np.int64, offset=offset)
     n = min(len(x), len(y))

@@ -16,8 +16,15 @@ from radix_evict.invariants import check_cache
 
 def snapshot(rig: Rig) -> tuple[Any, ...]:
     nodes = sorted(
-        (x.key.tolist(), np.asarray(x.value).tolist(), x.lock_ref, x.hit_count, x.priority,
-         x.last_access_time, x.history_len)
+        (
+            x.key.tolist(),
+            np.asarray(x.value).tolist(),
+            x.lock_ref,
+            x.hit_count,
+            x.priority,
+            x.last_access_time,
+            x.history_len,
+        )
         for x in rig.cache.iter_nodes()
     )
     c = rig.cache
@@ -47,28 +54,59 @@ def fresh(rig: Rig, n: int) -> torch.Tensor:
 
 CASES: list[tuple[str, Callable[[Rig], Any], type[Exception], str]] = [
     ("empty key", lambda r: r.cache.insert([], fresh(r, 0)), ValueError, "empty key"),
-    ("length mismatch", lambda r: r.cache.insert([1, 2, 3], fresh(r, 2)), ValueError, "differ in length"),
+    (
+        "length mismatch",
+        lambda r: r.cache.insert([1, 2, 3], fresh(r, 2)),
+        ValueError,
+        "differ in length",
+    ),
     ("float tokens", lambda r: r.cache.insert([1.0, 2.5], fresh(r, 2)), TypeError, "integer token"),
     ("bool tokens", lambda r: r.cache.match_prefix([True, False]), TypeError, "integer token"),
     ("string tokens", lambda r: r.cache.match_prefix("abc"), TypeError, "integer token"),
     ("float tensor", lambda r: r.cache.match_prefix(torch.tensor([1.0, 2.0])), TypeError, "float"),
-    ("2-D tokens", lambda r: r.cache.match_prefix(np.zeros((2, 2), dtype=np.int64)), ValueError, "1-D"),
+    (
+        "2-D tokens",
+        lambda r: r.cache.match_prefix(np.zeros((2, 2), dtype=np.int64)),
+        ValueError,
+        "1-D",
+    ),
     ("huge token", lambda r: r.cache.match_prefix([2**70]), TypeError, "integer token"),
-    ("float slots", lambda r: r.cache.insert([1, 2], torch.tensor([1.0, 2.0])), TypeError, "integer"),
-    ("slots on another device", lambda r: r.cache.insert([1, 2], torch.empty(2, dtype=torch.int64, device="meta")),
-     ValueError, "meta"),
+    (
+        "float slots",
+        lambda r: r.cache.insert([1, 2], torch.tensor([1.0, 2.0])),
+        TypeError,
+        "integer",
+    ),
+    (
+        "slots on another device",
+        lambda r: r.cache.insert([1, 2], torch.empty(2, dtype=torch.int64, device="meta")),
+        ValueError,
+        "meta",
+    ),
     ("list slots", lambda r: r.cache.insert([1, 2], [5, 6]), TypeError, "torch tensor"),
-    ("negative prev_prefix_len", lambda r: r.cache.insert([1, 2], fresh(r, 2), prev_prefix_len=-1),
-     ValueError, "prev_prefix_len"),
-    ("prev_prefix_len too long", lambda r: r.cache.insert([1, 2], fresh(r, 2), prev_prefix_len=3),
-     ValueError, "prev_prefix_len"),
-    ("float priority", lambda r: r.cache.insert([1, 2], fresh(r, 2), priority=1.5), TypeError, "priority"),
+    (
+        "negative prev_prefix_len",
+        lambda r: r.cache.insert([1, 2], fresh(r, 2), prev_prefix_len=-1),
+        ValueError,
+        "prev_prefix_len",
+    ),
+    (
+        "prev_prefix_len too long",
+        lambda r: r.cache.insert([1, 2], fresh(r, 2), prev_prefix_len=3),
+        ValueError,
+        "prev_prefix_len",
+    ),
+    (
+        "float priority",
+        lambda r: r.cache.insert([1, 2], fresh(r, 2), priority=1.5),
+        TypeError,
+        "priority",
+    ),
     ("evict(0)", lambda r: r.cache.evict(0), ValueError, "num_tokens"),
     ("evict(-3)", lambda r: r.cache.evict(-3), ValueError, "num_tokens"),
     ("evict(1.5)", lambda r: r.cache.evict(1.5), TypeError, "num_tokens"),
     ("evict(True)", lambda r: r.cache.evict(True), TypeError, "num_tokens"),
-    ("double unlock", lambda r: r.cache.dec_lock_ref(r.unlocked),
-     ValueError, "not locked"),
+    ("double unlock", lambda r: r.cache.dec_lock_ref(r.unlocked), ValueError, "not locked"),
     ("lock a non-node", lambda r: r.cache.inc_lock_ref("node"), TypeError, "TreeNode"),
     ("reset while locked", lambda r: r.cache.reset(), RuntimeError, "locked"),
 ]

@@ -76,8 +76,12 @@ def test_free_rejects_bad_slots(bad: object, exc: type[Exception], message: str)
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"size": 0}, "size"), ({"size": 10, "page_size": 4}, "whole number of pages"),
-     ({"size": 8, "page_size": 0}, "page_size"), ({"size": 8, "layers": -1}, "layers")],
+    [
+        ({"size": 0}, "size"),
+        ({"size": 10, "page_size": 4}, "whole number of pages"),
+        ({"size": 8, "page_size": 0}, "page_size"),
+        ({"size": 8, "layers": -1}, "layers"),
+    ],
 )
 def test_bad_pool_shapes(kwargs: dict[str, int], message: str) -> None:
     with pytest.raises(ValueError, match=message):

@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import Rig
 
-from radix_evict import PolicyConfigError
+from radix_evict import KVPool, PolicyConfigError, RadixCache
 from radix_evict.invariants import check_cache
 
 
@@ -46,7 +46,7 @@ def test_splits_only_on_page_boundaries(page: int) -> None:
     lengths = sorted(x.num_tokens for x in rig.cache.iter_nodes())
     assert all(n % page == 0 for n in lengths)
     assert rig.cache.match_prefix(b).prefix_len == len(b) // page * page
-    assert rig.cache.match_prefix(a[: page]).prefix_len == page
+    assert rig.cache.match_prefix(a[:page]).prefix_len == page
     check_cache(rig.cache)
 
 
@@ -149,8 +149,9 @@ def test_insert_frees_duplicate_slots_itself() -> None:
     matched = rig.cache.insert([1, 2, 3, 4, 5, 6, 7, 8], fresh, prev_prefix_len=0)
     assert matched == 6
     assert rig.pool.available_size() == before + 6  # fresh[0:6] duplicated the tree
-    assert torch.equal(rig.cache.match_prefix([1, 2, 3, 4, 5, 6, 7, 8]).indices,
-                       torch.cat([held, fresh[6:]]))
+    assert torch.equal(
+        rig.cache.match_prefix([1, 2, 3, 4, 5, 6, 7, 8]).indices, torch.cat([held, fresh[6:]])
+    )
     check_cache(rig.cache)
 
 
@@ -162,8 +163,12 @@ def test_prev_prefix_len_slots_are_not_freed_again() -> None:
     new = rig.pool.alloc(2)
     assert new is not None
     free_before = rig.pool.available_size()
-    assert rig.cache.insert([1, 2, 3, 4, 5, 6], torch.cat([m.indices, new]),
-                            prev_prefix_len=m.prefix_len) == 4
+    assert (
+        rig.cache.insert(
+            [1, 2, 3, 4, 5, 6], torch.cat([m.indices, new]), prev_prefix_len=m.prefix_len
+        )
+        == 4
+    )
     assert rig.pool.available_size() == free_before
     rig.cache.dec_lock_ref(m.last_node)
     check_cache(rig.cache)
@@ -263,7 +268,9 @@ def test_priority_evicts_low_priority_first() -> None:
     assert rig.leaf_tokens() == [[3, 3]]  # equal priority: least recent first
 
 
-@pytest.mark.parametrize(("policy", "victim"), [("fifo", [1, 1]), ("mru", [1, 1]), ("filo", [2, 2])])
+@pytest.mark.parametrize(
+    ("policy", "victim"), [("fifo", [1, 1]), ("mru", [1, 1]), ("filo", [2, 2])]
+)
 def test_hidden_time_policies(policy: str, victim: list[int]) -> None:
     rig = Rig(policy=policy)
     rig.insert([1, 1])  # created first
@@ -279,8 +286,11 @@ A = list(range(100, 108))
 
 @pytest.mark.parametrize(
     ("config", "victim"),
-    [(None, "A"), ({"threshold": 4, "next_prompt_estimate": 0}, "B"),
-     ({"threshold": 4, "next_prompt_estimate": 2}, "B")],
+    [
+        (None, "A"),
+        ({"threshold": 4, "next_prompt_estimate": 0}, "B"),
+        ({"threshold": 4, "next_prompt_estimate": 2}, "B"),
+    ],
 )
 def test_tlru_example_1(config: dict[str, int] | None, victim: str) -> None:
     rig = Rig(policy="lru" if config is None else "tlru", config=config)
@@ -291,8 +301,15 @@ def test_tlru_example_1(config: dict[str, int] | None, victim: str) -> None:
     assert left == ([[1, 2]] if victim == "A" else [A])
 
 
-@pytest.mark.parametrize("config", [{"threshold": 4, "next_prompt_estimate": 4},
-                                    {"threshold": 4, "next_prompt_estimate": 6}, None, {}])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"threshold": 4, "next_prompt_estimate": 4},
+        {"threshold": 4, "next_prompt_estimate": 6},
+        None,
+        {},
+    ],
+)
 def test_tlru_example_1_rejected_configs(config: dict[str, int] | None) -> None:
     with pytest.raises(PolicyConfigError, match="threshold"):
         Rig(policy="tlru", config=config)
@@ -371,3 +388,28 @@ def test_stats_count_queries_hits_inserts_and_evictions() -> None:
     assert s.queried_tokens == 4 + 3 and s.hit_tokens == 2
     assert s.inserted_tokens == 4 and s.evict_calls == 1 and s.evicted_tokens == 2
     assert s.as_dict()["hit_rate"] == pytest.approx(2 / 7)
+
+
+def test_every_slot_the_cache_lets_go_goes_through_the_allocators_free() -> None:
+    """A pool wrapping ``free`` (to poison or count) sees evicted, duplicate and reset slots."""
+    seen: list[int] = []
+
+    class CountingPool(KVPool):
+        def free(self, indices: torch.Tensor) -> None:
+            seen.extend(indices.tolist())
+            super().free(indices)
+
+    pool = CountingPool(size=64, device="cpu")
+    cache = RadixCache(pool)
+    first = pool.alloc(4)
+    assert first is not None
+    cache.insert([1, 2, 3, 4], first)
+    dup = pool.alloc(6)
+    assert dup is not None
+    cache.insert([1, 2, 3, 4, 5, 6], dup)  # dup[:4] duplicate the tree
+    assert sorted(seen) == sorted(dup[:4].tolist())
+    cache.evict(2)  # the [5, 6] leaf
+    assert sorted(seen) == sorted(dup[:4].tolist() + dup[4:].tolist())
+    cache.reset()
+    assert sorted(seen) == sorted(dup.tolist() + first.tolist())
+    assert pool.available_size() == 64

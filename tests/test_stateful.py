@@ -20,8 +20,14 @@ from radix_evict import KVPool, RadixCache, TreeNode
 from radix_evict.invariants import check_cache
 
 POLICIES: dict[str, dict[str, int] | None] = {
-    "lru": None, "lfu": None, "slru": {"protected_threshold": 2}, "priority": None,
-    "tlru": {"threshold": 12, "next_prompt_estimate": 4}, "fifo": None, "mru": None, "filo": None,
+    "lru": None,
+    "lfu": None,
+    "slru": {"protected_threshold": 2},
+    "priority": None,
+    "tlru": {"threshold": 12, "next_prompt_estimate": 4},
+    "fifo": None,
+    "mru": None,
+    "filo": None,
 }
 PAGE_SIZES = (1, 4, 16)
 
@@ -49,8 +55,11 @@ class CacheMachine(RuleBasedStateMachine):
         self.inflight: list[InFlight] = []
         self.locks: list[TreeNode] = []
 
-    @initialize(policy=st.sampled_from(sorted(POLICIES)), page=st.sampled_from(PAGE_SIZES),
-                pages=st.integers(4, 10))
+    @initialize(
+        policy=st.sampled_from(sorted(POLICIES)),
+        page=st.sampled_from(PAGE_SIZES),
+        pages=st.integers(4, 10),
+    )
     def setup(self, policy: str, page: int, pages: int) -> None:
         self.page = page
         self.pool = KVPool(size=page * pages, page_size=page, device="cpu")
@@ -80,8 +89,9 @@ class CacheMachine(RuleBasedStateMachine):
         if new is None:
             cache.dec_lock_ref(m.last_node)
             return
-        self.inflight.append(InFlight(m.last_node, tokens, torch.cat([m.indices, new]),
-                                      m.prefix_len, priority))
+        self.inflight.append(
+            InFlight(m.last_node, tokens, torch.cat([m.indices, new]), m.prefix_len, priority)
+        )
 
     @precondition(lambda self: self.inflight)
     @rule(i=st.integers(0, 50))
@@ -89,8 +99,9 @@ class CacheMachine(RuleBasedStateMachine):
         req = self.inflight.pop(i % len(self.inflight))
         n = len(req.tokens) // self.page * self.page
         if n:
-            matched = self.cache.insert(req.tokens[:n], req.row, priority=req.priority,
-                                        prev_prefix_len=req.hit)
+            matched = self.cache.insert(
+                req.tokens[:n], req.row, priority=req.priority, prev_prefix_len=req.hit
+            )
             assert matched >= req.hit
         self.cache.dec_lock_ref(req.node)
 
@@ -117,7 +128,8 @@ class CacheMachine(RuleBasedStateMachine):
         freed = cache.evict(n)
         assert freed == before - cache.evictable_size()
         assert freed >= n or cache.evictable_size() == 0, (
-            f"evict({n}) freed {freed} while {cache.evictable_size()} tokens stay evictable")
+            f"evict({n}) freed {freed} while {cache.evictable_size()} tokens stay evictable"
+        )
         gone = [order[id(x)] for x in leaves if x.parent is None]
         kept = [order[id(x)] for x in leaves if x.parent is not None]
         if gone and kept:
@@ -127,7 +139,7 @@ class CacheMachine(RuleBasedStateMachine):
     def consistent(self) -> None:
         if not hasattr(self, "cache"):
             return
-        held = [r.row[r.hit:] for r in self.inflight]
+        held = [r.row[r.hit :] for r in self.inflight]
         check_cache(self.cache, held_by_callers=held)
         for node in self.locks + [r.node for r in self.inflight]:
             assert node.lock_ref > 0 and self._attached(node)
@@ -152,7 +164,9 @@ class CacheMachine(RuleBasedStateMachine):
 
 
 CacheMachine.TestCase.settings = settings(
-    max_examples=250, stateful_step_count=40, deadline=None,
+    max_examples=250,
+    stateful_step_count=40,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestCacheMachine = CacheMachine.TestCase
