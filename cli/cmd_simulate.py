@@ -192,9 +192,16 @@ def _run_engine(name: str, params: dict[str, Any], runs: list[PolicyRun], *,
     """--model tiny: real K/V through the tiny decoder, measured TTFT per policy."""
     from .engine_run import run_engine, tiny_setup
 
+    if _device_name(device) == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise CliError("--device cuda: no CUDA device is available (use --device cpu)",
+                           EXIT_USAGE)
     wl, requests = tiny_setup(name, seed, params)
     dev = None if device == "auto" else device
-    output.note(f"model tiny on {_device_name(device)}: workload {wl.name} shrunk to {len(requests)} requests")
+    output.note(f"model tiny on {_device_name(device)}: workload {wl.name} shrunk to "
+                f"{len(requests)} requests")
     _tlru_notes([wl], runs)
     t0 = time.perf_counter()
     with output.progress_bar("engine replays", enabled=progress, delay_s=0.0) as prog:

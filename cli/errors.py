@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from radix_evict.errors import PluginError, PolicyConfigError, RadixEvictError
@@ -40,7 +40,6 @@ class CliState:
 
     verbose: bool = False
     json: bool = False  # set by a command whose --json is on, so errors come as JSON too
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _trace_code(exc: TraceError) -> int:

@@ -11,6 +11,7 @@ Files that set neither key pass.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -129,6 +130,9 @@ def load_documents(path: Path) -> list[tuple[Loc, Any]]:
             return [((), tomllib.loads(text))]
         except tomllib.TOMLDecodeError as exc:
             line = getattr(exc, "lineno", None)
+            if line is None:  # before Python 3.14 the line is only in the message
+                found = re.search(r"at line (\d+)", str(exc))
+                line = int(found.group(1)) if found else None
             raise _parse_error(name, f"malformed TOML: {exc}", line) from None
     try:
         docs = list(yaml.safe_load_all(text))

@@ -21,7 +21,7 @@ from radix_evict.eviction import EvictionDriver
 from radix_evict.policy import EvictionPolicy
 from radix_evict.pool import Allocator
 from radix_evict.registry import registry
-from radix_evict.slots import SlotArray, slot_storage
+from radix_evict.slots import SlotArray, SlotStorage
 from radix_evict.stats import CacheStats
 from radix_evict.tree import (
     TOKEN_BYTES,
@@ -85,7 +85,7 @@ class RadixCache:
         self.device = torch.device(pool.device)
         self.stats = CacheStats()
         self._empty = torch.empty((0,), dtype=torch.int64, device=self.device)
-        self._slots = slot_storage(pool)
+        self._slots = SlotStorage(pool)
         self._driver = EvictionDriver(self.policy)
         self._clock = 0
         self._init_tree()
@@ -192,6 +192,8 @@ class RadixCache:
         done = _check_int("inserted_len", inserted_len, 0)
         P = self.page_size
         n = L // P * P
+        if P > 1:
+            self._slots.check_pages(indices, n)
         self.stats.insert_calls += 1
         clock = self._clock + 1
         root = self._root
@@ -288,14 +290,14 @@ class RadixCache:
         cut = m * TOKEN_BYTES
         ck = child.key_bytes
         t = self._clock + 1
-        head = TreeNode(parent, ck[:cut], child.value[:m], t, child.priority)
+        head_value, child.value = self._slots.split(child.value, m)
+        head = TreeNode(parent, ck[:cut], head_value, t, child.priority)
         head.creation_time = child.creation_time
         head.hit_count = child.hit_count
         head.lock_ref = child.lock_ref
         head.history_len = child.history_len
         pb = self.page_size * TOKEN_BYTES
         child.key_bytes = ck[cut:]
-        child.value = child.value[m:]
         child.num_tokens -= m
         child.parent = head
         child.last_access_time = t + 1
@@ -430,6 +432,12 @@ class RadixCache:
             out.append(x)
             stack.extend(x.children.values())
         return out
+
+    def node_slots(self, node: TreeNode) -> torch.Tensor:
+        """The KV slots ``node`` holds, one per token (nodes store one entry per page)."""
+        if node is self._root:
+            return self._empty
+        return self._slots.to_tensor([node.value])
 
     def evictable_leaves(self) -> list[TreeNode]:
         """The nodes ``evict`` may take next (each exactly once)."""

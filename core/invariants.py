@@ -58,7 +58,7 @@ def check_cache(cache: RadixCache, held_by_callers: Iterable[Any] = ()) -> None:
                 fail(f"{c!r}: filed under the wrong first page")
             if c.num_tokens <= 0 or c.num_tokens % P:
                 fail(f"{c!r}: {c.num_tokens} tokens is not a positive whole number of pages")
-            if len(c.key_bytes) != c.num_tokens * TOKEN_BYTES or len(c.value) != c.num_tokens:
+            if len(c.key_bytes) != c.num_tokens * TOKEN_BYTES or len(c.value) * P != c.num_tokens:
                 fail(f"{c!r}: key, value and num_tokens disagree")
             if c.prefix_len != x.prefix_len + c.num_tokens:
                 fail(
@@ -74,7 +74,7 @@ def check_cache(cache: RadixCache, held_by_callers: Iterable[Any] = ()) -> None:
                 evictable += c.num_tokens
             if is_evictable_leaf(c):
                 leaves.add(id(c))
-            owned.append(_as_np(c.value))
+            owned.append(_as_np(cache.node_slots(c)))
             stack.append(c)
     if count != cache.num_nodes:
         fail(f"num_nodes {cache.num_nodes} but the tree has {count}")

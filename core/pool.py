@@ -153,8 +153,14 @@ class KVPool:
         P = self.page_size
         if self._on_cpu and not isinstance(indices, np.ndarray):
             indices = indices.numpy()
-        if len(indices):
-            self._push(indices if P == 1 else indices[::P] // P)
+        self.release_pages(indices if P == 1 else indices[::P] // P)
+
+    def release_pages(self, pages: torch.Tensor | np.ndarray) -> None:
+        """``release`` by page id (slot // page_size): what the cache's nodes store."""
+        if self._on_cpu and not isinstance(pages, np.ndarray):
+            pages = pages.numpy()
+        if len(pages):
+            self._push(pages)
 
     def is_allocated(self, slot: int) -> bool:
         """Whether ``slot`` is currently handed out (for checks and tests)."""

@@ -336,7 +336,10 @@ def replay(
             else:
                 prefix = m.indices
                 t_cache += pc() - t0
-                state[req.rid] = (hit, node, torch.cat([prefix.to(new.device), new]))
+                # numpy joins the row: torch.cat of large cpu tensors wakes torch's thread
+                # pool, which costs far more than the copy on a busy machine.
+                row = torch.from_numpy(np.concatenate([prefix.numpy(), new.numpy()]))
+                state[req.rid] = (hit, node, row)
                 tally.record(req, plen, hit, now, admitted=True)
             done = tally.admitted + tally.failed
             if progress is not None and done % step == 0:

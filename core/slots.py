@@ -1,10 +1,15 @@
-"""How tree nodes hold their KV slot indices.
+"""How tree nodes hold their KV slots.
 
-On a cpu pool the nodes keep numpy arrays: slicing, copying and joining them
-costs a fraction of the same torch calls, and those calls sit on every
-request's path. On any other device the nodes keep tensors on that device,
-so ``match_prefix`` never copies indices between host and device. Only this
-module knows which.
+A node stores one entry per page: the slot itself when ``page_size`` is 1,
+the page id (slot // page_size) otherwise, since a page's slots are
+consecutive. With 512-token pages that makes copying, splitting, joining and
+freeing node values 512 times cheaper; slots are spelled out only where the
+API hands them to a caller (``match_prefix``).
+
+On a cpu pool the entries are numpy arrays: their per-call cost is a fraction
+of torch's, and these calls sit on every request's path. On any other device
+they are tensors on that device, so ``match_prefix`` never copies indices
+between host and device. Only this module knows which.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ SlotArray = np.ndarray | torch.Tensor
 
 
 def unchecked_release(pool: Allocator) -> Any:
-    """``pool.release`` when calling it is indistinguishable from calling ``pool.free``.
+    """``pool.release_pages`` when calling it is indistinguishable from ``pool.free``.
 
     That holds for a :class:`KVPool` whose ``free`` nobody overrode: the
     release path does what ``free`` does minus the checks, which the tree's
@@ -29,56 +34,84 @@ def unchecked_release(pool: Allocator) -> Any:
     the cache lets go through its ``free``, as the API promises.
     """
     kind = type(pool)
-    if isinstance(pool, KVPool) and kind.free is KVPool.free and kind.release is KVPool.release:
-        return pool.release
+    if isinstance(pool, KVPool) and all(
+        getattr(kind, m) is getattr(KVPool, m) for m in ("free", "release", "release_pages")
+    ):
+        return pool.release_pages
     return None
 
 
-class NumpySlots:
-    """Slot storage for cpu pools."""
+class SlotStorage:
+    """Per-page slot entries for nodes, over numpy (cpu) or torch (other devices)."""
 
     def __init__(self, pool: Allocator) -> None:
+        self.page_size = P = int(pool.page_size)
+        self.device = torch.device(pool.device)
+        self.on_cpu = self.device.type == "cpu"
         self._pool = pool
-        self._release_np = unchecked_release(pool)  # takes numpy arrays directly
-        self.empty = np.empty(0, dtype=np.int64)
+        self._release_pages = unchecked_release(pool)
+        offsets = torch.arange(P, dtype=torch.int64, device=self.device)
+        self._offsets: Any = offsets.numpy() if self.on_cpu else offsets
+        self.empty: Any = (
+            np.empty(0, dtype=np.int64)
+            if self.on_cpu
+            else torch.empty(0, dtype=torch.int64, device=self.device)
+        )
 
-    def take(self, indices: torch.Tensor, start: int, stop: int) -> np.ndarray:
-        """A private copy of ``indices[start:stop]`` for a node to own."""
-        return indices.numpy()[start:stop].copy()
+    def check_pages(self, indices: torch.Tensor, n: int) -> None:
+        """Raise unless every page of ``indices[:n]`` starts aligned and ends where it should.
 
-    def to_tensor(self, values: list[Any]) -> torch.Tensor:
-        """The concatenation of ``values`` as a new int64 tensor on the pool's device."""
-        if len(values) == 1:
-            return torch.from_numpy(values[0].copy())
-        return torch.from_numpy(np.concatenate(values))
+        Nodes keep one entry per page, so a row must be whole pages, as
+        ``match_prefix`` and ``KVPool.alloc`` hand them out. Checking each
+        page's first and last slot reads 2/page_size of the row, which keeps
+        the check off the profile; it catches shifted, unaligned or spliced rows.
+        """
+        P = self.page_size
+        if P == 1 or n == 0:
+            return
+        idx: Any = indices.numpy() if self.on_cpu else indices
+        first = idx[0:n:P]
+        if bool((first % P != 0).any()) or bool((idx[P - 1 : n : P] != first + (P - 1)).any()):
+            raise ValueError(
+                f"indices are not whole, aligned pages of {P} slots (as KVPool.alloc hands out)"
+            )
 
-    def release(self, values: list[Any]) -> None:
-        """Give slots the tree owned back to the pool."""
-        arr = values[0] if len(values) == 1 else np.concatenate(values)
-        if self._release_np is not None:
-            self._release_np(arr)
+    def take(self, indices: torch.Tensor, start: int, stop: int) -> Any:
+        """A node's own entries for ``indices[start:stop]`` (page-aligned bounds)."""
+        P = self.page_size
+        idx: Any = indices.numpy() if self.on_cpu else indices
+        if P == 1:
+            return idx[start:stop].copy() if self.on_cpu else idx[start:stop].clone()
+        return idx[start:stop:P] // P
+
+    def split(self, value: Any, tokens: int) -> tuple[Any, Any]:
+        """The entries of a node's first ``tokens`` tokens and of the rest."""
+        k = tokens // self.page_size
+        return value[:k], value[k:]
+
+    def slots(self, values: list[Any]) -> Any:
+        """The slots behind ``values``, joined, as numpy (cpu) or a tensor."""
+        P = self.page_size
+        if len(values) > 1:
+            joined = np.concatenate(values) if self.on_cpu else torch.cat(values)
+        elif P == 1:  # a node's own array: hand out a copy
+            return values[0].copy() if self.on_cpu else values[0].clone()
         else:
-            self._pool.free(torch.from_numpy(arr))
-
-
-class TorchSlots:
-    """Slot storage for pools on an accelerator (or any device)."""
-
-    def __init__(self, pool: Allocator) -> None:
-        self._pool = pool
-        self._release = unchecked_release(pool) or pool.free
-        self.empty = torch.empty(0, dtype=torch.int64, device=pool.device)
-
-    def take(self, indices: torch.Tensor, start: int, stop: int) -> torch.Tensor:
-        return indices[start:stop].clone()
+            joined = values[0]
+        return joined if P == 1 else (joined[:, None] * P + self._offsets).reshape(-1)
 
     def to_tensor(self, values: list[Any]) -> torch.Tensor:
-        return values[0].clone() if len(values) == 1 else torch.cat(values)
+        """A new int64 tensor of the slots behind ``values``, on the pool's device."""
+        out = self.slots(values)
+        return torch.from_numpy(out) if self.on_cpu else out
 
     def release(self, values: list[Any]) -> None:
-        self._release(values[0] if len(values) == 1 else torch.cat(values))
-
-
-def slot_storage(pool: Allocator) -> NumpySlots | TorchSlots:
-    """The storage that suits ``pool``'s device."""
-    return NumpySlots(pool) if torch.device(pool.device).type == "cpu" else TorchSlots(pool)
+        """Give the slots behind ``values`` back to the pool."""
+        if self._release_pages is not None:
+            if self.on_cpu:
+                pages = values[0] if len(values) == 1 else np.concatenate(values)
+            else:
+                pages = values[0] if len(values) == 1 else torch.cat(values)
+            self._release_pages(pages)
+            return
+        self._pool.free(self.to_tensor(values))

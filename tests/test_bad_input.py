@@ -18,7 +18,7 @@ def snapshot(rig: Rig) -> tuple[Any, ...]:
     nodes = sorted(
         (
             x.key.tolist(),
-            np.asarray(x.value).tolist(),
+            rig.cache.node_slots(x).tolist(),
             x.lock_ref,
             x.hit_count,
             x.priority,
@@ -160,3 +160,16 @@ def test_page_size_must_match_the_pool() -> None:
 def test_pool_must_be_an_allocator() -> None:
     with pytest.raises(TypeError, match="alloc"):
         RadixCache(object())  # type: ignore[arg-type]
+
+
+def test_insert_rejects_slots_that_are_not_whole_pages() -> None:
+    rig = Rig(size=64, page_size=4)
+    slots = rig.pool.alloc(8)
+    assert slots is not None
+    free_before = rig.pool.available_size()
+    for bad in (slots.roll(1), torch.cat([slots[2:6], slots[:2], slots[6:]])):
+        with pytest.raises(ValueError, match="whole, aligned pages of 4"):
+            rig.cache.insert(list(range(8)), bad)
+    assert rig.cache.total_size() == 0 and rig.pool.available_size() == free_before
+    assert rig.cache.insert(list(range(8)), slots) == 0
+    check_cache(rig.cache)

@@ -1,0 +1,166 @@
+"""CLI: ``radix-evict lint`` on YAML, JSON and TOML serving configs, and the pre-commit hook."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from radix_evict import registry
+from radix_evict.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def builtins_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("RADIX_EVICT_PLUGINS", "")
+    registry.reload()
+    yield
+    registry.reload()
+
+
+def lint(*paths: Path, as_json: bool = True) -> Any:
+    args = ["lint", *(str(p) for p in paths)] + (["--json"] if as_json else [])
+    return CliRunner().invoke(app, args)
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+GOOD = {
+    "good.yaml": "model-path: m\nradix-eviction-policy: slru\n"
+                 "radix-eviction-policy-config: '{\"protected_threshold\": 3}'\n",
+    "good.json": json.dumps({"server": {"radix_eviction_policy": "tlru",
+                                       "radix_eviction_policy_config": {
+                                           "threshold": 512, "next_prompt_estimate": 200}}}),
+    "good.toml": '[server]\nradix-eviction-policy = "lfu"\n',
+    "nested.yml": "deploy:\n  servers:\n    - name: a\n      args:\n"
+                  "        --radix-eviction-policy: priority\n",
+    "no_policy.yaml": "model-path: m\nport: 30000\n",
+    "empty.yaml": "",
+}
+
+
+@pytest.mark.parametrize("name", sorted(GOOD))
+def test_good_files_pass(tmp_path: Path, name: str) -> None:
+    r = lint(write(tmp_path, name, GOOD[name]))
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout) == {"status": "ok", "files": 1, "errors": []}
+
+
+BAD = [
+    # file, content, loc, type, text in msg or hint
+    ("typo.yaml",
+     "server:\n  radix-eviction-policy: slru\n  radix-eviction-policy-config:\n"
+     "    protected_treshold: 3\n",
+     "server.radix-eviction-policy-config.protected_treshold", "extra_forbidden",
+     "did you mean 'protected_threshold'"),
+    ("type.json",
+     json.dumps({"radix-eviction-policy": "slru",
+                 "radix-eviction-policy-config": '{"protected_threshold": "3"}'}),
+     "radix-eviction-policy-config.protected_threshold", "int_type", "must be an integer"),
+    ("rule.toml",
+     '[server]\nradix-eviction-policy = "tlru"\n[server.radix-eviction-policy-config]\n'
+     "threshold = 4\nnext_prompt_estimate = 6\n",
+     "server.radix-eviction-policy-config.threshold", "value_error",
+     "greater than next_prompt_estimate"),
+    ("unknown.yaml", "servers:\n  - radix_eviction_policy: lruu\n",
+     "servers[0].radix_eviction_policy", "unknown_policy", "did you mean 'lru'"),
+    ("hidden.yaml", "radix-eviction-policy: mru\n", "radix-eviction-policy", "hidden_policy",
+     "hidden"),
+    ("implied_lru.yaml", 'radix-eviction-policy-config: {"protected_threshold": 3}\n',
+     "radix-eviction-policy-config.protected_threshold", "extra_forbidden",
+     "SGLang uses lru"),
+    ("badjson_config.yaml",
+     "radix-eviction-policy: slru\nradix-eviction-policy-config: '{\"protected_threshold\": 3'\n",
+     "radix-eviction-policy-config", "json_invalid", "malformed JSON"),
+    ("notname.yaml", "radix-eviction-policy: 3\n", "radix-eviction-policy", "policy_type",
+     "policy name"),
+    ("tlru_no_config.toml", 'radix-eviction-policy = "tlru"\n', "radix-eviction-policy",
+     "value_error", "radix-eviction-policy-config is not set"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "loc", "type_", "needle"), BAD,
+                         ids=[b[0] for b in BAD])
+def test_bad_files_report_file_and_key_path(
+    tmp_path: Path, name: str, text: str, loc: str, type_: str, needle: str
+) -> None:
+    path = write(tmp_path, name, text)
+    r = lint(path)
+    assert r.exit_code == 1, r.output
+    data = json.loads(r.stdout)
+    assert data["status"] == "invalid"
+    (err,) = data["errors"]
+    assert set(err) >= {"file", "loc", "type", "msg", "hint"}
+    assert err["file"] == str(path)
+    assert err["loc"] == loc and err["type"] == type_
+    assert needle in f"{err['msg']} {err['hint']}"
+    human = lint(path, as_json=False)
+    assert human.exit_code == 1
+    assert f"{path}: {loc}: " in human.stderr
+    assert "Traceback" not in human.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line"),
+    [("broken.yaml", "a:\n  radix-eviction-policy: [slru\n", 3),
+     ("broken.json", '{"radix-eviction-policy": "lru",}', 1),
+     ("broken.toml", 'radix-eviction-policy = "lru\n', 1)],
+)
+def test_malformed_files_name_the_line(tmp_path: Path, name: str, text: str, line: int) -> None:
+    path = write(tmp_path, name, text)
+    r = lint(path)
+    assert r.exit_code == 1
+    (err,) = json.loads(r.stdout)["errors"]
+    assert err["type"] == "parse_error" and err["file"] == str(path)
+    assert err["line"] == line
+    assert "malformed" in err["msg"]
+
+
+def test_every_problem_in_every_file_is_reported(tmp_path: Path) -> None:
+    a = write(tmp_path, "a.yaml", "x:\n  radix-eviction-policy: lfu\n"
+              "  radix-eviction-policy-config: {k: 1}\ny:\n  radix-eviction-policy: nope\n")
+    b = write(tmp_path, "b.yaml", GOOD["good.yaml"])
+    r = lint(a, b, tmp_path / "missing.yaml")
+    data = json.loads(r.stdout)
+    assert data["files"] == 3
+    locs = {(e["file"], e["loc"]) for e in data["errors"]}
+    assert locs == {(str(a), "x.radix-eviction-policy-config.k"),
+                    (str(a), "y.radix-eviction-policy"),
+                    (str(tmp_path / "missing.yaml"), "")}
+    assert r.exit_code == 2 and data["status"] == "error"  # a missing file is an env error
+
+
+def test_multi_document_yaml(tmp_path: Path) -> None:
+    path = write(tmp_path, "multi.yaml", "radix-eviction-policy: lru\n---\n"
+                 "radix-eviction-policy: lfuu\n")
+    (err,) = json.loads(lint(path).stdout)["errors"]
+    assert err["loc"] == "document[1].radix-eviction-policy"
+
+
+def test_ok_message_for_people(tmp_path: Path) -> None:
+    r = lint(write(tmp_path, "g.toml", GOOD["good.toml"]), as_json=False)
+    assert r.exit_code == 0 and "OK: 1 file checked" in r.stdout
+
+
+def test_pre_commit_hook_definition() -> None:
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    (hook,) = [h for h in hooks if h["id"] == "radix-evict-lint"]
+    assert hook["entry"] == "radix-evict lint"
+    assert hook["language"] == "python"
+    import re
+
+    pattern = re.compile(hook["files"])
+    for ok in ("serve.yaml", "a/b.yml", "c.json", "d.toml"):
+        assert pattern.search(ok), ok
+    assert not pattern.search("main.py")
