@@ -104,9 +104,9 @@ def recommend(results: Sequence[Scored]) -> Recommendation:
                        "costs little")
     else:
         gap = 100 * (winner.hit_rate - runner.hit_rate)
-        who = runner.label + (", SGLang's default," if runner.policy == DEFAULT_POLICY else "")
+        who = runner.label + (" (SGLang's default)" if runner.policy == DEFAULT_POLICY else "")
         reason = (f"highest token hit rate, {_p(winner.hit_rate)} vs {_p(runner.hit_rate)} "
-                  f"for {who} (+{gap:.1f} points), p99 uncached prefill "
+                  f"for {who}, +{gap:.1f} points; p99 uncached prefill "
                   f"{_t(winner.p99_uncached)} vs {_t(runner.p99_uncached)} tokens per request")
     if winner.policy == DEFAULT_POLICY:
         reason += "; lru is SGLang's default, so keep it: no other policy beats plain recency here"

@@ -29,6 +29,7 @@ import torch
 
 from radix_evict.cache import RadixCache
 from radix_evict.errors import RadixEvictError
+from radix_evict.parallel import run_jobs
 from radix_evict.pool import KVPool
 from radix_evict.workloads import Request, Workload, get_workload
 
@@ -450,10 +451,25 @@ def as_runs(
     return out
 
 
-def _scaled(progress: ProgressFn | None, offset: int, grand_total: int) -> ProgressFn | None:
-    if progress is None:
-        return None
-    return lambda done, _total: progress(offset + done, grand_total)
+def _replay_jobs(
+    pairs: Sequence[tuple[Workload, PolicyRun]],
+    pool_tokens: int | None,
+    page_size: int,
+    timeline_points: int,
+) -> list[Callable[[ProgressFn | None], ReplayResult]]:
+    def job(w: Workload, run: PolicyRun) -> Callable[[ProgressFn | None], ReplayResult]:
+        return lambda progress: replay(
+            w,
+            run.policy,
+            run.config,
+            pool_tokens=pool_tokens,
+            page_size=page_size,
+            progress=progress,
+            timeline_points=timeline_points,
+            label=run.name,
+        )
+
+    return [job(w, run) for w, run in pairs]
 
 
 def replay_policies(
@@ -464,25 +480,16 @@ def replay_policies(
     page_size: int = 1,
     progress: ProgressFn | None = None,
     timeline_points: int = TIMELINE_POINTS,
+    workers: int | None = 1,
 ) -> list[ReplayResult]:
-    """Replay one workload once per policy (x config); progress spans all of them."""
+    """Replay one workload once per policy (x config); progress spans all of them.
+
+    ``workers`` > 1 (None: one per core) runs the policies in parallel
+    processes; the figures are the same either way.
+    """
     runs = as_runs(policies)
-    total = workload.num_requests * len(runs)
-    results = []
-    for i, run in enumerate(runs):
-        results.append(
-            replay(
-                workload,
-                run.policy,
-                run.config,
-                pool_tokens=pool_tokens,
-                page_size=page_size,
-                progress=_scaled(progress, i * workload.num_requests, total),
-                timeline_points=timeline_points,
-                label=run.name,
-            )
-        )
-    return results
+    jobs = _replay_jobs([(workload, r) for r in runs], pool_tokens, page_size, timeline_points)
+    return run_jobs(jobs, [workload.num_requests] * len(runs), workers, progress)
 
 
 def pick_winner(results: Sequence[ReplayResult]) -> ReplayResult:
@@ -505,6 +512,7 @@ def policy_matrix(
     page_size: int = 1,
     progress: ProgressFn | None = None,
     timeline_points: int = TIMELINE_POINTS,
+    workers: int | None = 1,
 ) -> MatrixResult:
     """Replay every workload under every policy; name a winner per workload.
 
@@ -513,22 +521,12 @@ def policy_matrix(
     """
     wls = [get_workload(w, seed=seed) if isinstance(w, str) else w for w in workloads]
     runs = as_runs(policies)
-    grand = sum(w.num_requests for w in wls) * len(runs)
-    offset = 0
-    results: list[ReplayResult] = []
+    pairs = [(w, r) for w in wls for r in runs]
+    jobs = _replay_jobs(pairs, pool_tokens, page_size, timeline_points)
+    results = run_jobs(jobs, [w.num_requests for w, _ in pairs], workers, progress)
     winners: dict[str, str] = {}
-    for w in wls:
-        rows = replay_policies(
-            w,
-            runs,
-            pool_tokens=pool_tokens,
-            page_size=page_size,
-            progress=_scaled(progress, offset, grand),
-            timeline_points=timeline_points,
-        )
-        offset += w.num_requests * len(runs)
-        results.extend(rows)
-        winners[w.name] = pick_winner(rows).label
+    for i, w in enumerate(wls):
+        winners[w.name] = pick_winner(results[i * len(runs) : (i + 1) * len(runs)]).label
     return MatrixResult(
         workloads=[_safe_describe(w) for w in wls],
         policies=[r.name for r in runs],

@@ -517,8 +517,7 @@ def policy_table(sim: Mapping[str, Any]) -> list[str]:
             f"{_tokens(r['p90_uncached'])} | {_tokens(r['p99_uncached'])} | "
             f"{r['evicted_tokens']:,} |"
         )
-    out += ["", "Bold: highest hit rate. `*`: what simulate recommends "
-            "(the rule is below the tables)."]
+    out += ["", "Bold: highest hit rate. `*`: what simulate recommends."]
     return out
 
 
@@ -638,9 +637,11 @@ def quickstart_sections(results: Mapping[str, Any]) -> dict[str, str]:
     head = (f"`radix-evict simulate` on {wl.get('name', 'chat')}: "
             f"{res[0]['requests']:,} requests, pool {sim['pool_tokens']:,} tokens, "
             f"page {sim['page_size']}, policies {', '.join(sim['policies'])}.")
+    rec = sim["recommendation"]
     body = [head, "", *policy_table(sim), "",
-            f"Recommendation: run {sim['recommendation']['policy']}: "
-            f"{sim['recommendation']['reason']}."]
+            f"Recommendation: run {rec['policy']}: {rec['reason']}."]
+    if rec.get("rule"):
+        body += ["", f"The rule: {rec['rule']}."]
     return {"chat-table": "\n".join(body)}
 
 
@@ -653,7 +654,7 @@ def apply_sections(text: str, sections: Mapping[str, str], page: str = "page") -
         if name not in sections:
             raise KeyError(f"{page}: no generator for section {name!r}")
         seen.add(name)
-        return f"{m.group(1)}{sections[name].rstrip()}\n{m.group(4)}"
+        return f"{m.group(1)}\n{sections[name].strip()}\n\n{m.group(4)}"
 
     out = SECTION_RE.sub(sub, text)
     missing = sorted(set(sections) - seen)

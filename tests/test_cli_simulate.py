@@ -318,4 +318,4 @@ def test_recommend_all_tied_says_the_pool_never_filled() -> None:
 def test_recommend_names_lru_as_the_default_when_it_is_runner_up() -> None:
     rec = recommend([Row("lru", 0.60, 900), Row("priority", 0.70, 800)])
     assert rec.policy == "priority"
-    assert "for lru, SGLang's default, (+10.0 points)" in rec.reason
+    assert "for lru (SGLang's default), +10.0 points" in rec.reason
