@@ -95,7 +95,7 @@ def _write_extras(plot: Path | None, metrics: Path | None, draw: Any,
 
 def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
                 page_size: int, seed: int, json_out: bool, plot: Path | None,
-                metrics: Path | None, progress: bool) -> None:
+                metrics: Path | None, progress: bool, jobs: int | None) -> None:
     """One workload (or trace): a table per policy and a recommendation."""
     pool = wl.default_pool_tokens if pool_tokens is None else pool_tokens
     output.note(f"workload {wl.name} (seed {wl.seed}): {wl.num_requests:,} requests; "
@@ -105,7 +105,7 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
     t0 = time.perf_counter()
     with output.progress_bar(f"replaying {wl.name}", enabled=progress) as prog:
         results = replay_policies(wl, runs, pool_tokens=pool_tokens, page_size=page_size,
-                                  progress=prog)
+                                  progress=prog, workers=jobs)
     wall = time.perf_counter() - t0
     rec = recommend(results)
     _warn_failed(results)
@@ -142,7 +142,7 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
 
 def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int | None,
                 page_size: int, seed: int, json_out: bool, plot: Path | None,
-                metrics: Path | None, progress: bool) -> None:
+                metrics: Path | None, progress: bool, jobs: int | None) -> None:
     """Several workloads: policy x workload matrix with a winner per workload."""
     output.note(f"{len(wls)} workloads x {len(runs)} policies: "
                 f"{sum(w.num_requests for w in wls) * len(runs):,} request replays")
@@ -150,7 +150,7 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
     t0 = time.perf_counter()
     with output.progress_bar("policy x workload", enabled=progress) as prog:
         m = policy_matrix(wls, runs, seed=seed, pool_tokens=pool_tokens, page_size=page_size,
-                          progress=prog)
+                          progress=prog, workers=jobs)
     wall = time.perf_counter() - t0
     names = [w.name for w in wls]
     recs = {w: recommend([r for r in m.results if r.workload == w]) for w in names}
@@ -264,6 +264,10 @@ ProgressOpt = Annotated[bool, typer.Option(
     "--progress/--no-progress", help="Progress bar on a terminal for runs over a second.")]
 ListOpt = Annotated[bool, typer.Option(
     "--list-workloads", help="List the built-in workloads and their parameters.")]
+JobsOpt = Annotated[int | None, typer.Option(
+    "--jobs", "-j", min=1,
+    help="Replays to run at once in worker processes (default: one per core). "
+         "The figures do not depend on it.")]
 
 
 def simulate(
@@ -284,6 +288,7 @@ def simulate(
     baseline: BaselineOpt = True,
     progress: ProgressOpt = True,
     list_workloads: ListOpt = False,
+    jobs: JobsOpt = None,
 ) -> None:
     """Which policy should I run? Replay a workload under each policy and recommend one.
 
@@ -329,7 +334,7 @@ def simulate(
         runs = build_runs(policy, config)
     common: dict[str, Any] = {"pool_tokens": pool_tokens, "page_size": page_size, "seed": seed,
                               "json_out": json_out, "plot": plot, "metrics": metrics,
-                              "progress": progress}
+                              "progress": progress, "jobs": jobs}
     if len(wls) == 1 and name != ALL:
         _run_single(wls[0], runs, **common)
     else:

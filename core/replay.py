@@ -350,7 +350,7 @@ def replay(
         if st is None:
             continue
         hit, node, row = st
-        full = np.concatenate([prompt, req.output])
+        full = req.tokens()
         L = len(full) // P * P
         Lp = plen // P * P
         fk = full[:L]

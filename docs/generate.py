@@ -111,7 +111,7 @@ def _first_paragraph(doc: str | None) -> str:
     return " ".join(text.split("\n\n", 1)[0].split())
 
 
-def _defaults_line(reg: Any, spec: Any) -> str:
+def _defaults_line(spec: Any) -> str:
     """What the cache does with no config at all: the defaults, or the startup error."""
     from radix_evict.config import validate_config
 
@@ -133,12 +133,12 @@ def _score_source(policy: type) -> str:
 
 def render_policy(reg: Any, spec: Any) -> str:
     """One policy's section: what it evicts first, its keys, defaults, schema and score."""
-    choices = reg.choices()
     lines = [f"## `{spec.name}`", ""]
     status = (
-        "a `--policy` choice" if spec.name in choices
-        else "hidden: registered, but not a `--policy` choice until a package extends the "
-             "choice list with it (see [Writing a policy package](../writing-a-policy.md))"
+        "a `--policy` choice" if not spec.hidden
+        else "hidden: registered, but not a `--policy` choice unless an installed package "
+             "extends the choice list with it (see [Writing a policy package]"
+             "(../writing-a-policy.md#4-extend-the-choice-list))"
     )
     lines += [
         spec.summary,
@@ -165,7 +165,7 @@ def render_policy(reg: Any, spec: Any) -> str:
         lines.append("")
     else:
         lines += ["Config keys: none. Any key is an error.", ""]
-    defaults = _defaults_line(reg, spec)
+    defaults = _defaults_line(spec)
     if defaults:
         lines += [defaults, ""]
     lines += [
@@ -197,7 +197,7 @@ def render_policies(reg: Any | None = None) -> str:
         HEADER.format(what="policies", source="the policy registry"),
         "# Policy reference",
         "",
-        "Every policy radix-evict registers itself, through its own entry point "
+        "The policies radix-evict registers itself, through its own entry point "
         "`builtin` in group `radix_evict.policies`, exactly as a third-party package "
         "would. Policies from installed plugin packages are not listed here: "
         "`radix-evict list --all` and `radix-evict show NAME` describe whatever is "
@@ -209,7 +209,7 @@ def render_policies(reg: Any | None = None) -> str:
         "for an integer, `true` for an integer, NaN or a value outside its "
         "constraint fails at startup with the key named.",
         "",
-        "| policy | choice | config keys | summary |",
+        "| policy | `--policy` choice | config keys | summary |",
         "|---|---|---|---|",
     ]
     for s in specs:
@@ -523,18 +523,16 @@ def policy_table(sim: Mapping[str, Any]) -> list[str]:
 
 def _settings_table(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     out = [
-        "| run | requests | pool (tokens) | page size | replays | wall time | command |",
+        "| run | requests | pool (tokens) | page size | policies | wall time | command |",
         "|---|--:|--:|--:|--:|--:|---|",
     ]
     for run in runs:
         sim = run["simulate"]
         res = sim["results"]
         n = res[0]["requests"] if res else 0
-        replay_s = sum(r["wall_s"] for r in res)
         out.append(
             f"| {run['title']} | {n:,} | {sim['pool_tokens']:,} | {sim['page_size']} | "
-            f"{len(res)} | {run['elapsed_s']:.0f} s ({replay_s:.0f} s replaying) | "
-            f"{code(run['command'])} |"
+            f"{len(res)} | {run['elapsed_s']:.0f} s | {code(run['command'])} |"
         )
     return out
 

@@ -122,6 +122,11 @@ class Request:
     session: int
     turn: int
     kind: str = "user"
+    full: Tokens | None = None  # prompt + output in one array, prompt and output views of it
+
+    def tokens(self) -> Tokens:
+        """Prompt then output, without a copy when the workload built them together."""
+        return self.full if self.full is not None else np.concatenate([self.prompt, self.output])
 
 
 class Event(NamedTuple):
@@ -338,8 +343,14 @@ class SessionWorkload(Workload):
             turn = s.turns[ti]
             if not is_finish:
                 base = history[si] if ti else s.prefix
-                prompt = np.concatenate([base, turn.user])
-                req = Request(f"s{si}t{ti}", prompt, turn.output, s.priority, t, si, ti, turn.kind)
+                # One array holds prompt and output: the finish needs both together,
+                # and the next turn's history is exactly that array.
+                full = np.concatenate([base, turn.user, turn.output])
+                plen = len(base) + len(turn.user)
+                prompt, output = full[:plen], full[plen:]
+                req = Request(
+                    f"s{si}t{ti}", prompt, output, s.priority, t, si, ti, turn.kind, full
+                )
                 live[(si, ti)] = req
                 yield Event(t, "arrive", req)
                 done = t + self.service_time(len(prompt), len(turn.output))
@@ -349,7 +360,7 @@ class SessionWorkload(Workload):
                 req = live.pop((si, ti))
                 yield Event(t, "finish", req)
                 if ti + 1 < len(s.turns):
-                    history[si] = np.concatenate([req.prompt, turn.output])
+                    history[si] = req.tokens()
                     heapq.heappush(heap, (t + turn.think, seq, 0, si, ti + 1))
                     seq += 1
                 else:

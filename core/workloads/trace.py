@@ -167,11 +167,12 @@ class MooncakeTrace(Workload):
     def request(self, i: int, arrival: float | None = None) -> Request:
         """Request ``i`` (0-based, file order) with its tokens built."""
         ts, il, ol, hids = self.rows[i]
-        prompt = (hids[:, None] * self.block + self._offs).reshape(-1)[:il]
+        full = np.empty(il + ol, dtype=np.int64)
+        full[:il] = (hids[:, None] * self.block + self._offs).reshape(-1)[:il]
         start = self.out_base + int(self.out_off[i])
-        out = np.arange(start, start + ol, dtype=np.int64)
+        full[il:] = np.arange(start, start + ol, dtype=np.int64)
         t = ts / 1000.0 if arrival is None else arrival
-        return Request(f"r{i}", prompt, out, 0, t, i, 0, "trace")
+        return Request(f"r{i}", full[:il], full[il:], 0, t, i, 0, "trace", full)
 
     def events(self) -> Iterator[Event]:
         heap: list[tuple[float, int, int, int]] = [
