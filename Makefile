@@ -21,7 +21,7 @@ simulate: $(STAMP)
 	$(VENV)/bin/radix-evict simulate
 
 test: $(STAMP)
-	$(VENV)/bin/ruff check core builtin_policies cli plugins_example tests bench
+	$(VENV)/bin/ruff check core builtin_policies cli plugins_example tests bench docs
 	$(VENV)/bin/mypy core builtin_policies cli
 	$(PY) -m pytest -q tests
 	cd plugins_example && ../$(PY) -m pytest -q tests

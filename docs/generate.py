@@ -567,6 +567,19 @@ def lru_verdict(run: Mapping[str, Any]) -> str:
     best = _best(res)
     if lru is None:
         return f"- **{name}**: lru was not run."
+    return _hit_verdict(name, res, lru, best) + _tail_verdict(res, lru)
+
+
+def _tail_verdict(res: Sequence[Mapping[str, Any]], lru: Mapping[str, Any]) -> str:
+    low = min(res, key=lambda r: (r["p99_uncached"], -r["hit_rate"]))
+    if low is lru or low["p99_uncached"] >= lru["p99_uncached"]:
+        return " lru also has the lowest p99 uncached."
+    return (f" Lowest p99 uncached: {low['label']}, {_tokens(low['p99_uncached'])} tokens "
+            f"per request vs lru's {_tokens(lru['p99_uncached'])}.")
+
+
+def _hit_verdict(name: str, res: Sequence[Mapping[str, Any]], lru: Mapping[str, Any],
+                 best: Mapping[str, Any]) -> str:
     others = sorted((r for r in res if r is not lru), key=lambda r: -r["hit_rate"])
     if best is lru:
         runner = others[0] if others else None
@@ -580,8 +593,7 @@ def lru_verdict(run: Mapping[str, Any]) -> str:
     gap = 100 * (best["hit_rate"] - lru["hit_rate"])
     return (f"- **{name}: LRU does not win.** {best['label']} has the highest hit rate, "
             f"{_pct(best['hit_rate'])}, {gap:.1f} points above lru's "
-            f"{_pct(lru['hit_rate'])} (p99 uncached {_tokens(best['p99_uncached'])} vs "
-            f"{_tokens(lru['p99_uncached'])} tokens per request).")
+            f"{_pct(lru['hit_rate'])}.")
 
 
 def _tlru_line(run: Mapping[str, Any]) -> str | None:
