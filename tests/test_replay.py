@@ -400,9 +400,16 @@ def test_parallel_workers_give_the_same_figures() -> None:
     w = get_workload("chat", seed=3, convs=40)
     seen: list[tuple[int, int]] = []
     one = replay_policies(w, ["lru", "lfu", "tlru"], pool_tokens=20_000)
-    two = replay_policies(w, ["lru", "lfu", "tlru"], pool_tokens=20_000, workers=2,
-                          progress=lambda d, t: seen.append((d, t)))
+    two = replay_policies(
+        w,
+        ["lru", "lfu", "tlru"],
+        pool_tokens=20_000,
+        workers=2,
+        progress=lambda d, t: seen.append((d, t)),
+    )
     key = ("policy", "hit_tokens", "evicted_tokens", "p99_uncached", "failed", "tiers")
-    assert [[getattr(r, k) for k in key] for r in one] == [[getattr(r, k) for k in key] for r in two]
+    assert [[getattr(r, k) for k in key] for r in one] == [
+        [getattr(r, k) for k in key] for r in two
+    ]
     assert seen and seen[-1] == (3 * w.num_requests, 3 * w.num_requests)
     assert all(d <= t for d, t in seen)
