@@ -123,10 +123,11 @@ def _defaults_line(spec: Any) -> str:
     return f"**Without a config:** runs with {code(as_json(keys))}." if keys else ""
 
 
-def _score_source(policy: type) -> str:
+def _score_source(policy: type[Any]) -> str:
     """The policy's own ``__init__`` (where it reads its config) and ``score``."""
-    parts = [textwrap.dedent(inspect.getsource(vars(policy)["__init__"])).rstrip()
-             ] if "__init__" in vars(policy) else []
+    parts = []
+    if "__init__" in vars(policy):
+        parts.append(textwrap.dedent(inspect.getsource(vars(policy)["__init__"])).rstrip())
     parts.append(textwrap.dedent(inspect.getsource(policy.score)).rstrip())
     return "\n\n".join(parts)
 
@@ -366,7 +367,9 @@ class Run:
 
 def figure_runs(trace_limit: int = 0) -> list[Run]:
     """The built-in chat workload and the two Mooncake traces."""
-    trace_args = ("--pool-tokens", str(TRACE_POOL_TOKENS), "--page-size", str(TRACE_PAGE_SIZE))
+    trace_args: tuple[str, ...] = (
+        "--pool-tokens", str(TRACE_POOL_TOKENS), "--page-size", str(TRACE_PAGE_SIZE)
+    )
     if trace_limit:
         trace_args += ("--param", f"limit={trace_limit}")
     return [
