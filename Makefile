@@ -20,15 +20,22 @@ install: $(STAMP)
 simulate: $(STAMP)
 	$(VENV)/bin/radix-evict simulate
 
-test: $(STAMP)
+lint: $(STAMP)
 	$(VENV)/bin/ruff check core builtin_policies cli plugins_example tests bench docs
+
+typecheck: $(STAMP)
 	$(VENV)/bin/mypy core builtin_policies cli
+
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(CURDIR)/build/site
+
+test: lint typecheck docs
 	$(PY) -m pytest -q tests
 	cd plugins_example && ../$(PY) -m pytest -q tests
-	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(CURDIR)/build/site
 
 bench: $(STAMP)
 	$(PY) bench/bench_cache.py
+	$(PY) bench/bench_engine.py
 
 clean:
 	rm -rf $(VENV) build site .pytest_cache .mypy_cache .ruff_cache

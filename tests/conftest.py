@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
 import torch
 
-from radix_evict import KVPool, RadixCache
+from radix_evict import KVPool, RadixCache, registry
 
 
 class Rig:
@@ -43,3 +43,12 @@ class Rig:
 @pytest.fixture
 def rig() -> Callable[..., Rig]:
     return Rig
+
+
+@pytest.fixture
+def only_builtin_plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Third-party packages installed in the venv (the example) must not change what a test sees."""
+    monkeypatch.setenv("RADIX_EVICT_PLUGINS", "")
+    registry.reload()
+    yield
+    registry.reload()

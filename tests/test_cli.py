@@ -22,13 +22,7 @@ from radix_evict.cli import app
 PUBLIC = ["lru", "lfu", "slru", "priority", "tlru"]
 
 
-@pytest.fixture(autouse=True)
-def builtins_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Third-party packages installed in the venv must not change what these tests see."""
-    monkeypatch.setenv("RADIX_EVICT_PLUGINS", "")
-    registry.reload()
-    yield
-    registry.reload()
+pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
 
 Invoke = Callable[..., Any]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,18 +10,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from radix_evict import registry
 from radix_evict.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def builtins_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("RADIX_EVICT_PLUGINS", "")
-    registry.reload()
-    yield
-    registry.reload()
+pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
 
 def lint(*paths: Path, as_json: bool = True) -> Any:

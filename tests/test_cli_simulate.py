@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,12 +21,7 @@ SMALL = ["--param", "convs=30", "--pool-tokens", "6000"]  # small chat that must
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(autouse=True)
-def builtins_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("RADIX_EVICT_PLUGINS", "")
-    registry.reload()
-    yield
-    registry.reload()
+pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
 
 def run(*args: str) -> Any:

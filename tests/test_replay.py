@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from peer_harness import HARNESS_TLRU, SHARED, harness_args, load_harness
 
 import radix_evict
 import radix_evict.replay as replay_mod
@@ -32,52 +28,10 @@ from radix_evict.replay import (
 )
 from radix_evict.workloads import Workload, get_workload, load_trace
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 TRACES = SHARED / "traces"
-HARNESS = SHARED / "peer" / "sglang_bench.py"
-TLRU = {"threshold": 1024, "next_prompt_estimate": 128}
+TLRU = HARNESS_TLRU
 
 
-def _load_harness() -> ModuleType:
-    """The side-by-side harness, imported from ../shared/peer (skip when absent)."""
-    if not HARNESS.exists():
-        pytest.skip(f"side-by-side harness not found at {HARNESS}")
-    spec = importlib.util.spec_from_file_location("sglang_bench_for_replay_tests", HARNESS)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def harness_args(**over: Any) -> argparse.Namespace:
-    """The harness's default command-line values (sglang_bench.main), with overrides."""
-    a = dict(
-        seed=0,
-        convs=2000,
-        max_turns=8,
-        num_sys=16,
-        sys_min=300,
-        sys_max=2000,
-        zipf=1.1,
-        user_median=120.0,
-        out_median=200.0,
-        conv_rate=2.0,
-        think_mean=30.0,
-        vocab=50000,
-        prefill_rate=20000.0,
-        decode_rate=100.0,
-        page_size=1,
-        pool_tokens=200_000,
-        re_keys="numpy",
-        no_split_prompt=False,
-        block_size=512,
-        trace_limit=0,
-        tlru_config=json.dumps(TLRU),
-        slru_config=None,
-    )
-    a.update(over)
-    return argparse.Namespace(**a)
 
 
 def small_chat(seed: int = 0, **extra: Any) -> Workload:
@@ -237,7 +191,7 @@ HARNESS_FIGURES = {
 @pytest.mark.parametrize("policy", ["lru", "slru", "tlru"])
 @pytest.mark.parametrize("page_size", [1, 16])
 def test_replay_equals_the_harness_on_its_synthetic_workload(policy: str, page_size: int) -> None:
-    bench = _load_harness()
+    bench = load_harness()
     a = harness_args(seed=5, convs=150, pool_tokens=25_008, page_size=page_size)
     theirs = bench.replay_radix_evict(radix_evict, policy, bench.Workload(a), a)
     ours = replay(
@@ -256,7 +210,7 @@ def test_replay_equals_the_harness_on_a_mooncake_trace() -> None:
     path = TRACES / "mooncake_synthetic_trace.jsonl"
     if not path.exists():
         pytest.skip(f"{path} not present")
-    bench = _load_harness()
+    bench = load_harness()
     a = harness_args(trace_limit=300, pool_tokens=600_000, page_size=16)
     theirs = bench.replay_radix_evict(radix_evict, "lru", bench.MooncakeTrace(str(path), a), a)
     ours = replay(load_trace(path, limit=300), "lru", pool_tokens=600_000, page_size=16)

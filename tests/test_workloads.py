@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import json
-import sys
 from collections import defaultdict
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from peer_harness import harness_args, load_harness
 
 from radix_evict.workloads import (
     WORKLOADS,
@@ -28,8 +24,6 @@ from radix_evict.workloads import (
 )
 from radix_evict.workloads.base import USER_HDR, service_time
 from radix_evict.workloads.common import round_pool
-
-HARNESS = Path(__file__).resolve().parents[1] / ".." / "shared" / "peer" / "sglang_bench.py"
 
 # Small versions of every workload, so that each test takes milliseconds.
 SMALL: dict[str, dict[str, Any]] = {
@@ -279,50 +273,11 @@ def test_chat_tool_loops_leave_the_conversations_unchanged() -> None:
     assert np.mean(gaps) < 3 < 15 < np.mean([t.think for s in plain.sessions for t in s.turns])
 
 
-def _load_harness() -> ModuleType:
-    if not HARNESS.exists():
-        pytest.skip(f"side-by-side harness not found at {HARNESS}")
-    spec = importlib.util.spec_from_file_location("sglang_bench_for_tests", HARNESS)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def harness_args(**over: Any) -> argparse.Namespace:
-    """The harness's default command-line values (see sglang_bench.main)."""
-    a = dict(
-        seed=0,
-        convs=2000,
-        max_turns=8,
-        num_sys=16,
-        sys_min=300,
-        sys_max=2000,
-        zipf=1.1,
-        user_median=120.0,
-        out_median=200.0,
-        conv_rate=2.0,
-        think_mean=30.0,
-        vocab=50000,
-        prefill_rate=20000.0,
-        decode_rate=100.0,
-        page_size=1,
-        pool_tokens=200_000,
-        re_keys="numpy",
-        no_split_prompt=False,
-        block_size=512,
-        trace_limit=0,
-        tlru_config='{"threshold": 1024, "next_prompt_estimate": 128}',
-        slru_config=None,
-    )
-    a.update(over)
-    return argparse.Namespace(**a)
 
 
 @pytest.mark.parametrize("seed", [0, 7])
 def test_chat_without_tool_loops_is_the_harness_synthetic_workload(seed: int) -> None:
-    bench = _load_harness()
+    bench = load_harness()
     theirs = bench.Workload(harness_args(seed=seed, convs=120))
     ours = get_workload("chat", seed=seed, convs=120, tool_loop_prob=0.0)
     assert ours.num_requests == theirs.num_requests
