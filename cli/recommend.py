@@ -1,8 +1,10 @@
 """Which policy to run, and one honest sentence saying why, with the numbers.
 
 Rule: the highest token hit rate wins; policies within ``NEAR_TIE`` of the
-best count as tied, and among them the lower p99 uncached prefill tokens
-per request wins (the tail is what users feel as slow first tokens). When
+best count as tied, and among them one whose p99 uncached prefill tokens per
+request is at least ``MIN_TAIL_GAIN`` lower than the top's wins (the tail is
+what users feel as slow first tokens; a smaller gap is noise and does not
+justify giving up hit rate). When
 lru, SGLang's default, wins, the sentence says so plainly: switching
 policies would not help.
 """
@@ -14,10 +16,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 NEAR_TIE = 0.005  # hit-rate difference (0.5 percentage points) treated as a tie
+MIN_TAIL_GAIN = 0.02  # a near-tie goes to the lower tail only if it is 2% lower
 DEFAULT_POLICY = "lru"
 RULE = (
     f"highest token hit rate; policies within {100 * NEAR_TIE:.1f} points of the best are "
-    "tied and the lower p99 uncached prefill tokens wins"
+    f"tied, and one of them wins instead if its p99 uncached prefill tokens are at least "
+    f"{100 * MIN_TAIL_GAIN:.0f}% lower"
 )
 
 
@@ -55,7 +59,7 @@ def pick(results: Sequence[Scored]) -> tuple[Scored, bool]:
     near = [r for r in results if best - r.hit_rate <= NEAR_TIE + 1e-12]
     top = max(near, key=lambda r: r.hit_rate)
     winner = min(near, key=lambda r: (r.p99_uncached, -r.hit_rate))
-    if winner.p99_uncached == top.p99_uncached:
+    if winner.p99_uncached > top.p99_uncached * (1 - MIN_TAIL_GAIN):
         winner = top
     return winner, winner is not top
 
