@@ -100,8 +100,8 @@ def check_cache(cache: RadixCache, held_by_callers: Iterable[Any] = ()) -> None:
             f"slot accounting: {pool.available_size()} free + {len(tree_slots)} in the tree + "
             f"{len(caller_slots)} held by callers != pool size {size}"
         )
-    is_allocated = getattr(pool, "is_allocated", None)
-    if is_allocated is not None:
-        for s in every[: min(len(every), 4096)]:
-            if not is_allocated(int(s)):
-                fail(f"slot {int(s)} is held but the pool counts it as free")
+    free_mask = getattr(pool, "free_mask", None)
+    if free_mask is not None and len(every):
+        held_but_free = every[free_mask()[every]]
+        if len(held_but_free):
+            fail(f"slot {int(held_but_free[0])} is held but the pool counts it as free")

@@ -162,6 +162,13 @@ class KVPool:
         if len(pages):
             self._push(pages)
 
+    def free_mask(self) -> np.ndarray:
+        """One flag per slot, True where the slot is free (for checks and tests; O(size))."""
+        free = self._stack[self._head :]
+        mask = np.zeros(self.num_pages, dtype=bool)
+        mask[free if self._on_cpu else free.cpu().numpy()] = True
+        return np.repeat(mask, self.page_size)
+
     def is_allocated(self, slot: int) -> bool:
         """Whether ``slot`` is currently handed out (for checks and tests)."""
         p = slot // self.page_size

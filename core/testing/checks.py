@@ -419,7 +419,11 @@ class CacheHarness:
 
     # -- invariants
     def check(self) -> None:
+        from radix_evict.invariants import check_cache
+
         cache, pool = self.cache, self.pool
+        # Every slot free, or held by exactly one node; links, locks and sizes agree.
+        check_cache(cache)
         total = cache.total_size()
         assert cache.evictable_size() >= 0 and cache.protected_size() >= 0
         assert cache.evictable_size() + cache.protected_size() == total, "sizes disagree"
