@@ -26,7 +26,7 @@ def test_a_tree_slot_the_pool_counts_as_free_fails() -> None:
     rig.pool.free(slot)  # behind the cache's back
     spare = rig.pool.alloc(1)  # keep the totals equal, so only ownership can tell
     assert spare is not None
-    with pytest.raises(InvariantError, match="held but the pool counts it as free|held twice"):
+    with pytest.raises(InvariantError, match=r"held but the pool counts it as free|held twice"):
         check_cache(rig.cache, held_by_callers=[spare])
 
 
@@ -57,6 +57,6 @@ def test_broken_lock_counts_fail() -> None:
     rig = built()
     leaf = rig.cache.match_prefix([1, 2, 3, 4]).last_node
     leaf.lock_ref = 1  # without the ancestors, and without moving sizes
-    with pytest.raises(InvariantError, match="lock_ref|sizes"):
+    with pytest.raises(InvariantError, match=r"lock_ref|sizes"):
         check_cache(rig.cache)
     assert torch.is_tensor(rig.cache.node_slots(leaf))
