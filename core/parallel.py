@@ -6,15 +6,16 @@ forked, so they inherit the workload (a parsed trace, say) instead of
 receiving a pickled copy; where ``fork`` is unavailable, or one worker is
 asked for, the jobs run one after another in this process. Results come
 back in job order, so the output does not depend on the number of workers.
+Workers report progress by writing their step count into a shared array that
+this process polls: no pipe to fill up, nothing to drain at the end.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import queue
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -23,7 +24,7 @@ ProgressFn = Callable[[int, int], None]
 Job = Callable[[ProgressFn | None], T]
 
 _jobs: Sequence[Job[Any]] = ()
-_updates: Any = None
+_done: Any = None  # shared int64 array: steps each job has reported
 
 
 def default_workers() -> int:
@@ -36,7 +37,7 @@ def default_workers() -> int:
 
 def _run_in_child(i: int) -> Any:
     def report(done: int, _total: int) -> None:
-        _updates.put((i, done))
+        _done[i] = done
 
     return _jobs[i](report)
 
@@ -48,7 +49,7 @@ def run_jobs(
     progress: ProgressFn | None = None,
 ) -> list[T]:
     """Run ``jobs`` (job ``i`` reports up to ``sizes[i]`` steps) on ``workers`` processes."""
-    global _jobs, _updates
+    global _jobs, _done
     total = sum(sizes)
     n = default_workers() if workers is None else max(1, workers)
     n = min(n, len(jobs))
@@ -63,22 +64,18 @@ def run_jobs(
             offset += size
         return results
     ctx = mp.get_context("fork")
-    _jobs, _updates = jobs, ctx.Queue()
-    done = [0] * len(jobs)
+    _jobs, _done = jobs, ctx.Array("q", len(jobs), lock=False)
     try:
         with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
             futures = [pool.submit(_run_in_child, i) for i in range(len(jobs))]
-            while not all(f.done() for f in futures):
-                try:
-                    i, d = _updates.get(timeout=0.2)
-                    done[i] = d
-                except queue.Empty:
-                    pass
+            pending = set(futures)
+            while pending:
+                _, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 if progress is not None:
-                    progress(sum(done), total)
+                    progress(min(sum(_done), total), total)
             out = [f.result() for f in futures]
         if progress is not None:
             progress(total, total)
         return out
     finally:
-        _jobs, _updates = (), None
+        _jobs, _done = (), None
