@@ -36,6 +36,12 @@ def default_workers() -> int:
 
 
 def _run_in_child(i: int) -> Any:
+    # A forked child inherits torch's OpenMP pool without its threads: its first
+    # parallel kernel would wait for them forever. One thread runs kernels inline.
+    import torch
+
+    torch.set_num_threads(1)
+
     def report(done: int, _total: int) -> None:
         _done[i] = done
 

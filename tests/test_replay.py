@@ -32,8 +32,6 @@ TRACES = SHARED / "traces"
 TLRU = HARNESS_TLRU
 
 
-
-
 def small_chat(seed: int = 0, **extra: Any) -> Workload:
     return get_workload("chat", seed=seed, **{"convs": 150, **extra})
 
@@ -367,3 +365,26 @@ def test_parallel_workers_give_the_same_figures() -> None:
     ]
     assert seen and seen[-1] == (3 * w.num_requests, 3 * w.num_requests)
     assert all(d <= t for d, t in seen)
+
+
+def test_forked_workers_survive_a_busy_torch_thread_pool() -> None:
+    """Fork after torch's OpenMP pool has run: the workers must not deadlock in a kernel."""
+    import subprocess
+    import sys
+
+    script = (
+        "import torch\n"
+        "torch.set_num_threads(2)\n"
+        "x = torch.rand(8_000_000)\n"
+        "(x * 2).sum(), torch.cat([x, x])  # start the intra-op thread pool\n"
+        "from radix_evict.replay import replay_policies\n"
+        "from radix_evict.workloads import get_workload\n"
+        "w = get_workload('chat', convs=20)\n"
+        "rows = replay_policies(w, ['lru', 'lfu', 'slru'], pool_tokens=200_000, workers=2)\n"
+        "print(len(rows))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=90
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "3"
