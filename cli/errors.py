@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from radix_evict.errors import PluginError, PolicyConfigError, RadixEvictError
-from radix_evict.workloads import TraceError, WorkloadError
+from radix_evict.workloads import TraceError, TraceFileError, WorkloadError
 
 from . import output
 
@@ -44,8 +44,7 @@ class CliState:
 
 def _trace_code(exc: TraceError) -> int:
     """A trace that cannot be read is an environment error; a bad line is invalid input."""
-    unreadable = exc.line is None and exc.problem.startswith("cannot read")
-    return EXIT_USAGE if unreadable or isinstance(exc.__context__, OSError) else EXIT_INVALID
+    return EXIT_USAGE if isinstance(exc, TraceFileError) else EXIT_INVALID
 
 
 def classify(exc: BaseException) -> tuple[int, str, list[dict[str, Any]]]:

@@ -28,7 +28,8 @@ import numpy as np
 import torch
 
 from radix_evict.cache import RadixCache
-from radix_evict.errors import RadixEvictError
+from radix_evict.config import parse_json_config
+from radix_evict.errors import PolicyConfigError, RadixEvictError
 from radix_evict.parallel import run_jobs
 from radix_evict.pool import KVPool
 from radix_evict.workloads import Request, Workload, get_workload
@@ -263,8 +264,13 @@ def resolve_config(
     tlru cannot run without a config, so a tlru run without one takes the
     workload's suggested config (``Workload.suggested_tlru``).
     """
+    if isinstance(config, str):
+        value, problems = parse_json_config(policy, config)
+        if problems:
+            raise PolicyConfigError.from_problems(policy, problems)
+        return dict(value), "given"
     if config is not None:
-        return (json.loads(config) if isinstance(config, str) else dict(config)), "given"
+        return dict(config), "given"
     if policy == "tlru":
         return workload.suggested_tlru().config, "workload-suggested"
     return None, "none"

@@ -388,3 +388,9 @@ def test_forked_workers_survive_a_busy_torch_thread_pool() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "3"
+
+
+def test_a_malformed_json_config_is_a_policy_config_error() -> None:
+    w = get_workload("chat", convs=10)
+    with pytest.raises(radix_evict.PolicyConfigError, match="malformed JSON at line 1"):
+        replay(w, "slru", '{"protected_threshold": 2', pool_tokens=10_000)

@@ -30,7 +30,13 @@ from radix_evict.workloads.base import (
     suggest_tlru,
     tlru_threshold_rule,
 )
-from radix_evict.workloads.trace import MooncakeTrace, TraceError, TraceParams, load_trace
+from radix_evict.workloads.trace import (
+    MooncakeTrace,
+    TraceError,
+    TraceFileError,
+    TraceParams,
+    load_trace,
+)
 
 DEFAULT_WORKLOAD = chat.NAME
 
@@ -129,6 +135,7 @@ __all__ = [
     "SessionWorkload",
     "TlruSuggestion",
     "TraceError",
+    "TraceFileError",
     "TraceParams",
     "Turn",
     "Workload",

@@ -51,6 +51,10 @@ class TraceError(RadixEvictError, ValueError):
         self.problem = problem
 
 
+class TraceFileError(TraceError):
+    """The trace file itself cannot be read (missing, a directory, no permission)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class TraceParams(WorkloadParams):
     """How a Mooncake trace is read."""
@@ -122,7 +126,7 @@ def _lines(path: str) -> Iterator[tuple[int, str]]:
         with open(path, encoding="utf-8") as fh:
             yield from enumerate(fh, 1)
     except OSError as e:
-        raise TraceError(path, None, f"cannot read: {e.strerror or e}") from None
+        raise TraceFileError(path, None, f"cannot read: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
         raise TraceError(path, None, f"not UTF-8 text ({e.reason})") from None
 
