@@ -40,7 +40,7 @@ class EvictionDriver:
 
     def offer(self, node: TreeNode) -> None:
         """(Re-)score ``node`` if it is an evictable leaf; supersedes its older entries."""
-        if node.lock_ref == 0 and not node.children and node.parent is not None:
+        if node.lock_ref == 0 and not node.children and node.parent is not None:  # inlined: hot
             self._seq += 1
             node._heap_seq = self._seq
             heapq.heappush(self.heap, (self._score(node), node.last_access_time, self._seq, node))
@@ -57,21 +57,19 @@ class EvictionDriver:
 
     def candidates(self) -> list[TreeNode]:
         """The current evictable leaves (each exactly once)."""
-        return [e[3] for e in self.heap if e[2] == e[3]._heap_seq and is_evictable_leaf(e[3])]
+        return [e[3] for e in self._live_entries()]
 
     def __len__(self) -> int:
         return len(self.heap)
 
+    def _live_entries(self) -> list[HeapEntry]:
+        """Each evictable leaf's latest entry; stale ones (superseded or no longer a leaf) go."""
+        return [e for e in self.heap if e[2] == e[3]._heap_seq and is_evictable_leaf(e[3])]
+
     def _rebuild(self, rescore: bool) -> None:
-        live = self.candidates()
+        entries = self._live_entries()
         if rescore:
-            entries: list[HeapEntry] = []
-            for node in live:
-                self._seq += 1
-                node._heap_seq = self._seq
-                entries.append((self._score(node), node.last_access_time, self._seq, node))
-        else:
-            entries = [e for e in self.heap if e[2] == e[3]._heap_seq and is_evictable_leaf(e[3])]
+            entries = [(self._score(n), n.last_access_time, seq, n) for _, _, seq, n in entries]
         heapq.heapify(entries)
         self.heap = entries
         # Stale entries may again outnumber live ones 2:1 before the next sweep (amortised O(1)).

@@ -142,21 +142,14 @@ class KVPool:
             self._head = h
             raise ValueError("KVPool.free: the same slot appears twice in one call")
 
-    def release(self, indices: torch.Tensor | np.ndarray) -> None:
-        """Free slots whose owner guarantees they are allocated, distinct, whole pages.
+    def release_pages(self, pages: torch.Tensor | np.ndarray) -> None:
+        """Free pages (slot // page_size) whose owner guarantees they are allocated and distinct.
 
-        The cache returns the slots its own nodes hold through this unchecked
+        The cache returns the pages its own nodes hold through this unchecked
         path (the tree's invariants already rule out a double free, and the
         test suite checks them after every operation); ``free`` is the
         checked path for everyone else.
         """
-        P = self.page_size
-        if self._on_cpu and not isinstance(indices, np.ndarray):
-            indices = indices.numpy()
-        self.release_pages(indices if P == 1 else indices[::P] // P)
-
-    def release_pages(self, pages: torch.Tensor | np.ndarray) -> None:
-        """``release`` by page id (slot // page_size): what the cache's nodes store."""
         if self._on_cpu and not isinstance(pages, np.ndarray):
             pages = pages.numpy()
         if len(pages):

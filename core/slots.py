@@ -35,7 +35,7 @@ def unchecked_release(pool: Allocator) -> Any:
     """
     kind = type(pool)
     if isinstance(pool, KVPool) and all(
-        getattr(kind, m) is getattr(KVPool, m) for m in ("free", "release", "release_pages")
+        getattr(kind, m) is getattr(KVPool, m) for m in ("free", "release_pages")
     ):
         return pool.release_pages
     return None

@@ -71,14 +71,6 @@ class TreeNode:
         """This node's tokens (a read-only int64 view)."""
         return np.frombuffer(self.key_bytes, dtype=np.int64)
 
-    @property
-    def is_root(self) -> bool:
-        return self.parent is None and self.prefix_len == 0
-
-    @property
-    def is_leaf(self) -> bool:
-        return not self.children
-
     def __repr__(self) -> str:
         return (
             f"TreeNode(tokens={self.num_tokens}, prefix_len={self.prefix_len}, "

@@ -125,12 +125,6 @@ class PoisonPool(KVPool):
         super().free(indices)
         self._poison(indices)
 
-    def release(self, indices: Any) -> None:
-        """The unchecked path KVPool offers the cache for the slots its nodes held
-        (it may pass a numpy array on cpu)."""
-        super().release(indices)
-        self._poison(torch.as_tensor(indices))
-
     def _poison(self, indices: torch.Tensor) -> None:
         for buf in (*self.k_buffer, *self.v_buffer):
             buf[indices] = float("nan")
