@@ -8,7 +8,10 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install simulate test lint typecheck docs bench clean
 
-$(STAMP): pyproject.toml plugins_example/pyproject.toml
+# setup.py compiles these (core/compiled.py lists them): an edit needs a rebuild.
+COMPILED := $(addprefix core/,$(addsuffix .py,tree eviction slots pool cache))
+
+$(STAMP): pyproject.toml setup.py core/compiled.py $(COMPILED) plugins_example/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "torch==2.13.0"
@@ -21,10 +24,10 @@ simulate: $(STAMP)
 	$(VENV)/bin/radix-evict simulate
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check core builtin_policies cli plugins_example tests bench docs
+	$(VENV)/bin/ruff check setup.py core builtin_policies cli plugins_example tests bench docs
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy core builtin_policies cli
+	$(VENV)/bin/mypy setup.py core builtin_policies cli
 
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(CURDIR)/build/site

@@ -6,7 +6,10 @@ lazily, the first time it is asked for a policy.
 
 from __future__ import annotations
 
+import warnings
+
 from radix_evict.cache import MatchResult, RadixCache
+from radix_evict.compiled import stale_modules
 from radix_evict.errors import (
     ConfigProblem,
     PluginError,
@@ -23,6 +26,15 @@ from radix_evict.stats import CacheStats
 from radix_evict.tree import TreeNode
 
 __version__ = "0.1.0"
+
+if _stale := stale_modules():
+    warnings.warn(
+        f"radix_evict: compiled {', '.join(_stale)} older than the source beside it; "
+        "edits to those files have no effect until you rebuild (make install, or "
+        "RADIX_EVICT_COMPILE=0 pip install -e . for an uncompiled build)",
+        RuntimeWarning,
+        stacklevel=2,
+    )
 
 __all__ = [
     "Allocator",

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import heapq
 import time
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, SupportsIndex
 
 import numpy as np
 import torch
+from mypy_extensions import mypyc_attr
 
 from radix_evict.eviction import EvictionDriver
 from radix_evict.policy import EvictionPolicy
@@ -51,6 +52,7 @@ def _check_int(name: str, value: Any, low: int | None = None) -> int:
     return int(value)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # engines and tests subclass it
 class RadixCache:
     """A radix tree of token prefixes whose nodes own KV slots of ``pool``.
 
@@ -61,7 +63,7 @@ class RadixCache:
     def __init__(
         self,
         pool: Allocator,
-        page_size: int | None = None,
+        page_size: SupportsIndex | None = None,
         policy: str | EvictionPolicy = "lru",
         policy_config: dict[str, Any] | str | None = None,
     ) -> None:
@@ -166,9 +168,9 @@ class RadixCache:
         self,
         tokens: TokenKey,
         indices: torch.Tensor,
-        priority: int | None = 0,
-        prev_prefix_len: int = 0,
-        inserted_len: int = 0,
+        priority: SupportsIndex | None = 0,
+        prev_prefix_len: SupportsIndex = 0,
+        inserted_len: SupportsIndex = 0,
     ) -> int:
         """Cache ``tokens`` whose KV sits in ``indices``; return tokens already cached.
 
@@ -373,7 +375,7 @@ class RadixCache:
         return ValueError(f"{op}: node is not in this cache (evicted, reset, or another cache's)")
 
     # ------------------------------------------------------------------ evict
-    def evict(self, num_tokens: int) -> int:
+    def evict(self, num_tokens: SupportsIndex) -> int:
         """Free at least ``num_tokens`` tokens of unlocked KV, lowest score first.
 
         Whole nodes go, so the total may overshoot; it falls short only when

@@ -33,7 +33,7 @@ class EvictionDriver:
     def __init__(self, policy: EvictionPolicy) -> None:
         self.policy = policy
         self._score = policy.score
-        self._volatile = bool(policy.volatile_score)
+        self._rescore_every_evict = bool(policy.volatile_score)
         self.heap: list[HeapEntry] = []
         self._seq = 0
         self._compact_at = 4096
@@ -49,7 +49,7 @@ class EvictionDriver:
 
     def begin_evict(self) -> None:
         """Called once per ``evict``: re-score volatile policies, drop stale entries."""
-        if self._volatile:
+        if self._rescore_every_evict:
             self._rebuild(rescore=True)
 
     def clear(self) -> None:

@@ -52,6 +52,8 @@ class SlotStorage:
         self._release_pages = unchecked_release(pool)
         offsets = torch.arange(P, dtype=torch.int64, device=self.device)
         self._offsets: Any = offsets.numpy() if self.on_cpu else offsets
+        # A KVPool spells pages out from its slot table; other allocators get a broadcast.
+        self._page_slots: Any = pool.page_slots if isinstance(pool, KVPool) else None
         self.empty: Any = (
             np.empty(0, dtype=np.int64)
             if self.on_cpu
@@ -98,7 +100,11 @@ class SlotStorage:
             return values[0].copy() if self.on_cpu else values[0].clone()
         else:
             joined = values[0]
-        return joined if P == 1 else (joined[:, None] * P + self._offsets).reshape(-1)
+        if P == 1:
+            return joined
+        if self._page_slots is not None:
+            return self._page_slots(joined)
+        return (joined[:, None] * P + self._offsets).reshape(-1)
 
     def to_tensor(self, values: list[Any]) -> torch.Tensor:
         """A new int64 tensor of the slots behind ``values``, on the pool's device."""

@@ -100,3 +100,41 @@ def test_alloc_rejects_bad_counts() -> None:
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="integer"):
             pool.alloc(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("page", [1, 4, 16])
+def test_page_slots_spell_pages_out_in_order(page: int) -> None:
+    pool = KVPool(size=page * 8, page_size=page, device="cpu")
+    pages = np.array([5, 0, 7, 2])
+    expected = np.concatenate([np.arange(p * page, (p + 1) * page) for p in pages])
+    out = pool.page_slots(pages)
+    assert out.tolist() == expected.tolist()
+    out[:] = -1  # a new array: the pool's own state is untouched
+    assert pool.page_slots(pages).tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("page", [1, 4])
+def test_single_page_free_detects_double_free(page: int) -> None:
+    pool = KVPool(size=page * 4, page_size=page, device="cpu")
+    a = pool.alloc(page * 2)
+    assert a is not None
+    pool.free(a[:page])
+    with pytest.raises(ValueError, match=f"slot {int(a[0])} is not allocated"):
+        pool.free(a[:page])
+    never = pool.alloc(0)
+    assert never is not None and len(never) == 0
+    with pytest.raises(ValueError, match="not allocated"):
+        pool.free(torch.arange(page * 3, page * 4))  # a page nobody was handed
+    assert pool.available_size() == page * 3
+    pool.free(a[page:])
+    assert pool.available_size() == page * 4
+    assert sorted(pool.alloc(page * 4).tolist()) == list(range(page * 4))  # type: ignore[union-attr]
+
+
+def test_counts_accept_numpy_integers_and_reject_bools() -> None:
+    pool = KVPool(size=np.int64(8), page_size=np.int32(2), device="cpu")
+    assert pool.size == 8 and type(pool.size) is int
+    slots = pool.alloc(np.int64(4))
+    assert slots is not None and len(slots) == 4
+    with pytest.raises(ValueError, match="size"):
+        KVPool(size=True, device="cpu")

@@ -1,0 +1,60 @@
+"""Build hook: compile the cache's hot-path modules with mypyc.
+
+Everything else about the package is declared in pyproject.toml. The compiled
+modules are the same source files run as C extensions (about 1.3x faster per
+request on the synthetic workload); without them the package is pure Python
+and behaves the same.
+
+``RADIX_EVICT_COMPILE`` chooses: ``auto`` (default) compiles and falls back to
+pure Python if the build fails, ``1`` makes a failed build an error, ``0``
+skips compiling (for editing the compiled modules without rebuilding).
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+from pathlib import Path
+
+from setuptools import Extension, setup
+
+# The modules every request goes through; the rest of the package stays interpreted.
+COMPILED_MODULES = runpy.run_path(str(Path("core", "compiled.py")))["COMPILED_MODULES"]
+
+
+def compiled_extensions() -> list[Extension]:
+    mode = os.environ.get("RADIX_EVICT_COMPILE", "auto").strip().lower()
+    if mode not in ("auto", "1", "0"):
+        raise SystemExit(f"RADIX_EVICT_COMPILE must be auto, 1 or 0, got {mode!r}")
+    if mode == "0":
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        if mode == "1":
+            raise
+        return []
+    # mypy names a module after its folders, and core/ installs as radix_evict: compile
+    # through a link named radix_evict so the extensions get their installed names.
+    stage = Path("build", "mypyc-src")
+    stage.mkdir(parents=True, exist_ok=True)
+    link = stage / "radix_evict"
+    if not link.is_symlink():
+        link.symlink_to(Path("..", "..", "core"), target_is_directory=True)
+    sources = [str(link / f"{name}.py") for name in COMPILED_MODULES]
+    # The build env has no numpy or torch: their types are Any there, which also turns
+    # ignores needed by the full type check (make typecheck) into "unused" ones.
+    flags = ["--ignore-missing-imports", "--no-warn-unused-ignores"]
+    try:
+        extensions = mypycify(sources + flags, opt_level="3", debug_level="0", separate=True)
+    except (Exception, SystemExit) as e:  # mypyc reports type errors by exiting
+        if mode == "1":
+            raise
+        print(f"radix-evict: not compiling ({type(e).__name__}: {e}); installing pure Python")
+        return []
+    for ext in extensions:
+        ext.optional = mode == "auto"  # a failed compile leaves the pure-Python module
+    return extensions
+
+
+setup(ext_modules=compiled_extensions())
