@@ -195,7 +195,8 @@ class RadixCache:
         P = self.page_size
         n = L // P * P
         if P > 1:
-            self._slots.check_pages(indices, n)
+            # insert never reads indices[:prev] (the caller's locked prefix, already cached)
+            self._slots.check_pages(indices, prev, n)
         self.stats.insert_calls += 1
         clock = self._clock + 1
         root = self._root
@@ -230,6 +231,10 @@ class RadixCache:
                 child.hit_count += 1
             node = child
         matched = off // TOKEN_BYTES
+        if matched < prev and P > 1:
+            # The caller's prefix was not all cached (it was not kept locked): the new
+            # leaf takes slots from indices[:prev] too, so they need the same check.
+            self._slots.check_pages(indices, matched, min(prev, n))
         if matched < n:
             leaf = TreeNode(
                 node, kv[off:].tobytes(), self._slots.take(indices, matched, n), clock + 1, prio

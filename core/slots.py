@@ -60,20 +60,23 @@ class SlotStorage:
             else torch.empty(0, dtype=torch.int64, device=self.device)
         )
 
-    def check_pages(self, indices: torch.Tensor, n: int) -> None:
-        """Raise unless every page of ``indices[:n]`` starts aligned and ends where it should.
+    def check_pages(self, indices: torch.Tensor, start: int, stop: int) -> None:
+        """Raise unless every page of ``indices[start:stop]`` is whole and aligned.
 
-        Nodes keep one entry per page, so a row must be whole pages, as
-        ``match_prefix`` and ``KVPool.alloc`` hand them out. Checking each
-        page's first and last slot reads 2/page_size of the row, which keeps
-        the check off the profile; it catches shifted, unaligned or spliced rows.
+        Nodes keep one entry per page, so the slots a node takes must be whole
+        pages, as ``match_prefix`` and ``KVPool.alloc`` hand them out. Checking
+        each page's first and last slot reads 2/page_size of the row, which
+        keeps the check off the profile; it catches shifted, unaligned or
+        spliced rows. ``start`` is rounded down to its page.
         """
         P = self.page_size
-        if P == 1 or n == 0:
+        start = start // P * P
+        if P == 1 or start >= stop:
             return
         idx: Any = indices.numpy() if self.on_cpu else indices
-        first = idx[0:n:P]
-        if bool((first % P != 0).any()) or bool((idx[P - 1 : n : P] != first + (P - 1)).any()):
+        first = idx[start:stop:P]
+        last = idx[start + P - 1 : stop : P]
+        if bool((first % P != 0).any()) or bool((last - first != P - 1).any()):
             raise ValueError(
                 f"indices are not whole, aligned pages of {P} slots (as KVPool.alloc hands out)"
             )

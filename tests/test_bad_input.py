@@ -173,3 +173,36 @@ def test_insert_rejects_slots_that_are_not_whole_pages() -> None:
     assert rig.cache.total_size() == 0 and rig.pool.available_size() == free_before
     assert rig.cache.insert(list(range(8)), slots) == 0
     check_cache(rig.cache)
+
+
+def test_insert_checks_the_pages_it_takes_not_the_callers_cached_prefix() -> None:
+    rig = Rig(size=64, page_size=4)
+    first = rig.pool.alloc(8)
+    assert first is not None
+    rig.cache.insert(list(range(8)), first)
+    more = rig.pool.alloc(4)
+    assert more is not None
+    # The caller's cached prefix (indices[:8]) is never read: garbage there is ignored...
+    row = torch.cat([torch.full((8,), -7, dtype=torch.int64), more])
+    assert rig.cache.insert(list(range(12)), row, prev_prefix_len=8) == 8
+    check_cache(rig.cache)
+    # ...but the pages the cache takes or frees are checked before anything changes.
+    other = rig.pool.alloc(4)
+    assert other is not None
+    free_before = rig.pool.available_size()
+    with pytest.raises(ValueError, match="whole, aligned pages of 4"):
+        rig.cache.insert(list(range(16)), torch.cat([first, more, other.roll(1)]), 12)
+    assert rig.cache.total_size() == 12 and rig.pool.available_size() == free_before
+
+
+def test_insert_checks_a_prefix_the_caller_claimed_but_the_tree_lacks() -> None:
+    rig = Rig(size=64, page_size=4)
+    slots = rig.pool.alloc(8)
+    assert slots is not None
+    bad = torch.cat([slots[:4].roll(1), slots[4:]])
+    # prev_prefix_len says 4 tokens are cached, but the tree is empty: the new leaf would
+    # take indices[:4] as well, so they get the page check too.
+    with pytest.raises(ValueError, match="whole, aligned pages of 4"):
+        rig.cache.insert(list(range(8)), bad, prev_prefix_len=4)
+    assert rig.cache.total_size() == 0
+    check_cache(rig.cache, held_by_callers=[slots])
