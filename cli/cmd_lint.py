@@ -9,7 +9,6 @@ import typer
 
 from . import output
 from .errors import EXIT_OK, mark_json
-from .lint import lint_files
 
 FilesArg = Annotated[list[Path], typer.Argument(
     help="Serving config files (YAML, JSON or TOML) using SGLang's argument names.")]
@@ -26,6 +25,8 @@ def lint(
     Every problem is reported with its file and key path. Files that set no
     policy pass; a config without a policy is checked against lru (SGLang's default).
     """
+    from .lint import lint_files  # here, not at import: yaml and tomllib only lint needs
+
     mark_json(ctx.obj, json_out)
     report = lint_files(files)
     if json_out:

@@ -266,7 +266,8 @@ ListOpt = Annotated[bool, typer.Option(
     "--list-workloads", help="List the built-in workloads and their parameters.")]
 JobsOpt = Annotated[int | None, typer.Option(
     "--jobs", "-j", min=1,
-    help="Replays to run at once in worker processes (default: one per core). "
+    help="Worker processes for the replays (default: planned from the cores; more processes "
+         "than cores when that finishes sooner, e.g. 3 for 5 replays on 2 cores). "
          "The figures do not depend on it.")]
 
 

@@ -13,10 +13,12 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 # Built per call (not at import) so tests that swap sys.stdout/sys.stderr see the output.
 
@@ -110,6 +112,14 @@ def progress_bar(description: str, *, enabled: bool = True, delay_s: float = 1.0
         if bar is None:
             if time.perf_counter() - t0 < delay_s:
                 return
+            from rich.progress import (  # here: most runs (pipes, CI) never show a bar
+                BarColumn,
+                Progress,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
             bar = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                            TimeElapsedColumn(), console=stderr(), transient=True)
             bar.start()

@@ -12,11 +12,14 @@ here equal the harness's radix-evict row:
              free the partial last page; dec_lock_ref(m.last_node)
 
 A failed admission counts its whole prompt as uncached, as in the harness.
-Everything returned has ``to_dict()`` giving plain JSON types.
+The cache operations are timed in CPU time of the replaying thread, so req/s
+does not drop when replays share cores (see ``replay_policies``); ``wall_s``
+is wall time. Everything returned has ``to_dict()`` giving plain JSON types.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import time
@@ -126,10 +129,10 @@ class ReplayResult:
     mean_uncached: float
     evicted_tokens: int
     evict_calls: int
-    eviction_s: float
-    cache_s: float
-    wall_s: float
-    req_per_s: float
+    eviction_s: float  # CPU seconds of this thread inside cache.evict
+    cache_s: float  # CPU seconds of this thread inside cache/pool operations (eviction too)
+    wall_s: float  # wall seconds of the whole replay loop (workload events, bookkeeping too)
+    req_per_s: float  # requests / cache_s: cache-operation throughput per core
     stats: dict[str, Any]
     tiers: dict[int, TierStats]
     kinds: dict[str, TierStats]
@@ -288,12 +291,15 @@ def replay(
     label: str | None = None,
     split_prompt: bool = True,
     keep_requests: bool = False,
+    workload_info: dict[str, Any] | None = None,
 ) -> ReplayResult:
     """Replay ``workload`` through a fresh cache and return its figures.
 
     ``pool_tokens`` defaults to the workload's ``default_pool_tokens`` and is
     rounded down to whole pages. ``progress(done, total)`` is called about
     200 times (arrivals done / arrivals in the workload), and once at the end.
+    ``workload_info`` is the workload's ``describe()`` (as JSON types) when the
+    caller already has it: several replays of one workload describe it once.
     Raises ReplayError if, after the replay, a lock is still held or the pool
     and the tree do not account for every slot.
     """
@@ -313,16 +319,20 @@ def replay(
     step = max(1, total // PROGRESS_STEPS)
     empty = torch.empty((0,), dtype=torch.int64)
     state: dict[str, tuple[int, Any, torch.Tensor] | None] = {}
-    pc = time.perf_counter
+    # CPU time of this thread, not wall time: replays in more processes than cores
+    # (parallel.plan_workers) are time-sliced, and wall time would count the other
+    # processes' turns. It costs ~0.24 us a call against perf_counter's ~0.04 us
+    # (a syscall, not the vDSO): ~1 us a request, under 1% of a request's cache time.
+    cpu = time.thread_time
     t_cache = t_evict = 0.0
     now = 0.0
-    wall0 = pc()
+    wall0 = time.perf_counter()
     for now, kind, req in workload.events():
         prompt = req.prompt
         plen = len(prompt)
         if kind == "arrive":
             out_len = len(req.output)
-            t0 = pc()
+            t0 = cpu()
             m = cache.match_prefix(prompt)
             hit = m.prefix_len
             node = m.last_node
@@ -330,19 +340,19 @@ def replay(
             need = -(-(plen + out_len - hit) // P) * P
             short = need - pool.available_size()
             if short > 0:
-                te = pc()
+                te = cpu()
                 tally.evicted += cache.evict(short)
-                t_evict += pc() - te
+                t_evict += cpu() - te
                 tally.evict_calls += 1
             new = pool.alloc(need) if need else empty
             if new is None:
                 cache.dec_lock_ref(node)
-                t_cache += pc() - t0
+                t_cache += cpu() - t0
                 state[req.rid] = None
                 tally.record(req, plen, 0, now, admitted=False)
             else:
                 prefix = m.indices
-                t_cache += pc() - t0
+                t_cache += cpu() - t0
                 # numpy joins the row: torch.cat of large cpu tensors wakes torch's thread
                 # pool, which costs far more than the copy on a busy machine.
                 row = torch.from_numpy(np.concatenate([prefix.numpy(), new.numpy()]))
@@ -362,7 +372,7 @@ def replay(
         fk = full[:L]
         pk = prompt[:Lp] if split_prompt and 0 < Lp < L else None
         prio = req.priority
-        t0 = pc()
+        t0 = cpu()
         if L:
             cache.insert(fk, row[:L], priority=prio, prev_prefix_len=hit, inserted_len=0)
         if pk is not None:
@@ -370,8 +380,8 @@ def replay(
         if len(row) > L:
             pool.free(row[L:])
         cache.dec_lock_ref(node)
-        t_cache += pc() - t0
-    wall = pc() - wall0
+        t_cache += cpu() - t0
+    wall = time.perf_counter() - wall0
     tally.flush(now)
     if progress is not None:
         progress(tally.admitted + tally.failed, total)
@@ -410,7 +420,9 @@ def replay(
         end_protected_tokens=cache.protected_size(),
         end_evictable_tokens=cache.evictable_size(),
         end_available_tokens=pool.available_size(),
-        workload_info=_safe_describe(workload),
+        workload_info=(
+            _safe_describe(workload) if workload_info is None else copy.deepcopy(workload_info)
+        ),
         per_request=tally.records,
     )
 
@@ -462,7 +474,10 @@ def _replay_jobs(
     pool_tokens: int | None,
     page_size: int,
     timeline_points: int,
+    infos: Mapping[int, dict[str, Any]],
 ) -> list[Callable[[ProgressFn | None], ReplayResult]]:
+    """One job per (workload, run); ``infos`` is each workload's description, by id()."""
+
     def job(w: Workload, run: PolicyRun) -> Callable[[ProgressFn | None], ReplayResult]:
         return lambda progress: replay(
             w,
@@ -473,6 +488,7 @@ def _replay_jobs(
             progress=progress,
             timeline_points=timeline_points,
             label=run.name,
+            workload_info=infos[id(w)],
         )
 
     return [job(w, run) for w, run in pairs]
@@ -490,11 +506,15 @@ def replay_policies(
 ) -> list[ReplayResult]:
     """Replay one workload once per policy (x config); progress spans all of them.
 
-    ``workers`` > 1 (None: one per core) runs the policies in parallel
-    processes; the figures are the same either way.
+    ``workers`` > 1 runs the policies in parallel processes (None: as many
+    as :func:`radix_evict.parallel.plan_workers` picks for this machine); the
+    figures are the same either way.
     """
     runs = as_runs(policies)
-    jobs = _replay_jobs([(workload, r) for r in runs], pool_tokens, page_size, timeline_points)
+    # Described here once, not in each worker (a trace's description takes ~0.2 s).
+    infos = {id(workload): _safe_describe(workload)}
+    pairs = [(workload, r) for r in runs]
+    jobs = _replay_jobs(pairs, pool_tokens, page_size, timeline_points, infos)
     return run_jobs(jobs, [workload.num_requests] * len(runs), workers, progress)
 
 
@@ -527,14 +547,15 @@ def policy_matrix(
     """
     wls = [get_workload(w, seed=seed) if isinstance(w, str) else w for w in workloads]
     runs = as_runs(policies)
+    infos = {id(w): _safe_describe(w) for w in wls}
     pairs = [(w, r) for w in wls for r in runs]
-    jobs = _replay_jobs(pairs, pool_tokens, page_size, timeline_points)
+    jobs = _replay_jobs(pairs, pool_tokens, page_size, timeline_points, infos)
     results = run_jobs(jobs, [w.num_requests for w, _ in pairs], workers, progress)
     winners: dict[str, str] = {}
     for i, w in enumerate(wls):
         winners[w.name] = pick_winner(results[i * len(runs) : (i + 1) * len(runs)]).label
     return MatrixResult(
-        workloads=[_safe_describe(w) for w in wls],
+        workloads=[infos[id(w)] for w in wls],
         policies=[r.name for r in runs],
         results=results,
         winners=winners,

@@ -346,3 +346,25 @@ def test_installed_console_script(tmp_path: Path) -> None:
                             text=True, env=env, timeout=120)
     assert broken.returncode == 1
     assert f"{trace}:2" in broken.stderr and "Traceback" not in broken.stderr
+
+
+def test_main_exits_with_the_code_after_atexit_and_a_full_flush() -> None:
+    """main() skips the interpreter's teardown, not the exit code, atexit or buffered output."""
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('atexit ran', file=sys.stderr))\n"
+        "from radix_evict.cli import main\n"
+        "sys.argv = ['radix-evict'] + sys.argv[1:]\n"
+        "main()\n"
+    )
+    env = {**os.environ, "RADIX_EVICT_PLUGINS": ""}
+    ok = subprocess.run([sys.executable, "-c", code, "schema", "--policy", "tlru"],
+                        capture_output=True, text=True, env=env, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout) and "atexit ran" in ok.stderr
+    bad = subprocess.run([sys.executable, "-c", code, "show", "nope"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 1 and "atexit ran" in bad.stderr
+    usage = subprocess.run([sys.executable, "-c", code, "simulate", "--page-size", "0"],
+                           capture_output=True, text=True, env=env, timeout=120)
+    assert usage.returncode == 2 and "atexit ran" in usage.stderr

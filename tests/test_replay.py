@@ -394,3 +394,31 @@ def test_a_malformed_json_config_is_a_policy_config_error() -> None:
     w = get_workload("chat", convs=10)
     with pytest.raises(radix_evict.PolicyConfigError, match="malformed JSON at line 1"):
         replay(w, "slru", '{"protected_threshold": 2', pool_tokens=10_000)
+
+
+def test_replays_of_one_workload_describe_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    w = small_chat(2)
+    expected = replay_mod._safe_describe(w)
+    calls: list[int] = []
+    describe = type(w).describe
+    monkeypatch.setattr(type(w), "describe", lambda self: calls.append(1) or describe(self))
+    rows = replay_policies(w, ["lru", "lfu", "priority"], pool_tokens=40_000)
+    assert len(calls) == 1
+    assert rows[0].workload_info == rows[2].workload_info == expected
+    assert rows[0].workload_info is not rows[1].workload_info  # each result owns its copy
+    m = policy_matrix([w], ["lru", "lfu"], pool_tokens=40_000)
+    assert len(calls) == 2
+    assert m.workloads == [expected]
+
+
+def test_cache_time_is_the_replaying_threads_cpu_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """req/s must not halve when replays share cores: cache_s reads the thread's CPU clock."""
+    import itertools
+    import time
+
+    ticks = itertools.count()
+    monkeypatch.setattr(time, "thread_time", lambda: float(next(ticks)))
+    r = replay(small_chat(1), "lru", pool_tokens=40_000)
+    assert r.cache_s >= r.requests > r.wall_s  # one fake CPU second per timed region at least
+    assert r.eviction_s >= r.evict_calls > 0
+    assert r.req_per_s == pytest.approx(r.requests / r.cache_s)

@@ -162,3 +162,111 @@ def test_shipped_traces_load(
     assert round(d["duration_s"]) == seconds
     first = next(iter(t.events())).request
     assert len(first.prompt) == t.rows[0][1]
+
+
+def plain_tokens(t: MooncakeTrace, i: int) -> list[int]:
+    """Request ``i``'s tokens built the obvious way: blocks joined, cut, then fresh output ids."""
+    _, il, ol, hids = t.rows[i]
+    prompt = [h * t.block + k for h in hids.tolist() for k in range(t.block)][:il]
+    out_start = (max(int(h.max()) for *_, h in t.rows if len(h)) + 1) * t.block
+    out_start += sum(r[2] for r in t.rows[:i])
+    return prompt + list(range(out_start, out_start + ol))
+
+
+def one_heap_events(t: MooncakeTrace) -> list[tuple[float, str, str]]:
+    """The harness's event loop: arrivals and finishes in one heap of (time, seq, ...)."""
+    import heapq
+
+    heap = [(r[0] / 1000.0, i, 0, i) for i, r in enumerate(t.rows)]
+    heapq.heapify(heap)
+    seq, out = len(heap), []
+    while heap:
+        time, _, is_finish, i = heapq.heappop(heap)
+        out.append((time, "finish" if is_finish else "arrive", f"r{i}"))
+        if not is_finish:
+            heapq.heappush(heap, (time + t.service_time(t.rows[i][1], t.rows[i][2]), seq, 1, i))
+            seq += 1
+    return out
+
+
+LAYOUT = [
+    rec(0, 10, 3, [0, 1, 2]),  # partial last block (10 of 12)
+    rec(0, 8, 0, [0, 1]),  # whole blocks, no output
+    rec(5, 5, 4, [7, 8]),
+    rec(5, 12, 2, [9, 3, 4]),  # two runs of consecutive ids
+    rec(9, 9, 1, [6, 6, 5]),  # repeated and descending ids: three runs
+    rec(9, 0, 2, []),  # empty prompt
+    rec(2, 1, 0, [11]),  # one token, nothing else
+]
+
+
+def test_request_tokens_are_the_blocks_then_fresh_output_ids(tmp_path: Path) -> None:
+    t = load_trace(write(tmp_path / "t.jsonl", LAYOUT), block_size=4)
+    for i, (_, il, ol, _) in enumerate(t.rows):
+        req = t.request(i)
+        expected = plain_tokens(t, i)
+        assert req.tokens().dtype == np.int64
+        assert req.tokens().tolist() == expected, i
+        assert req.prompt.tolist() == expected[:il] and req.output.tolist() == expected[il:]
+        assert len(req.output) == ol
+
+
+def test_shipped_trace_tokens_match_the_plain_construction() -> None:
+    path = TRACES / "mooncake_synthetic_trace.jsonl"
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    t = load_trace(path, limit=300)
+    for i in (0, 1, 2, 57, 123, 299):
+        assert t.request(i).tokens().tolist() == plain_tokens(t, i), i
+
+
+def test_events_follow_the_harness_one_heap_order(tmp_path: Path) -> None:
+    # Ties: arrivals at the same time in file order, an arrival before a finish at its time.
+    records = LAYOUT + [
+        rec(50 + 50 * (i % 3), max(0, 4 * (i % 5) - i % 2), i % 4, list(range(i % 5)))
+        for i in range(40)
+    ]
+    t = load_trace(write(tmp_path / "t.jsonl", records), block_size=4, decode_rate=20.0)
+    got = [(e.time, e.kind, e.request.rid) for e in t.events()]
+    assert got == one_heap_events(t)
+    arrive = {rid: time for time, kind, rid in got if kind == "arrive"}
+    assert any(kind == "finish" and time in arrive.values() for time, kind, _ in got)  # a tie
+
+
+def trie_growth(t: MooncakeTrace) -> list[int]:
+    """Prompt tokens past the longest block prefix seen before, by walking a dict trie."""
+    seen: dict[tuple[int, int], int] = {}
+    out = []
+    for _, il, _, hids in t.rows:
+        node = matched = 0
+        for h in hids.tolist():
+            nxt = seen.get((node, h))
+            if nxt is None:
+                nxt = seen[(node, h)] = len(seen) + 1
+            else:
+                matched += 1
+            node = nxt
+        out.append(il - min(matched * t.block, il))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_growth_samples_equal_a_trie_walk(tmp_path: Path, seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    big = seed % 4 == 3  # huge ids (block 1): the pair keys must not overflow int64
+    records = []
+    for i in range(rng.randint(1, 80)):
+        nb = rng.randint(0, 7)
+        hids = [rng.choice([rng.randint(0, 3), rng.randint(0, 2**62 if big else 12)])
+                for _ in range(nb)]
+        il = nb if big else max(0, 4 * nb - rng.randint(0, 3))
+        records.append(rec(i, il, 1, hids))
+    t = load_trace(write(tmp_path / "t.jsonl", records), block_size=1 if big else 4)
+    assert t.growth_samples()[0].tolist() == trie_growth(t)
+
+
+def test_token_ids_past_int64_are_a_trace_error(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match="int64"):
+        load_trace(write(tmp_path / "t.jsonl", [rec(0, 4, 1, [2**62])]), block_size=4)

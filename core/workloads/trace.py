@@ -100,11 +100,13 @@ def _parse_line(path: str, n: int, line: str, block: int) -> tuple[float, int, i
     il, ol, hids = rec["input_length"], rec["output_length"], rec["hash_ids"]
     if not isinstance(hids, list):
         raise TraceError(path, n, f"hash_ids must be a list of integers, got {type(hids).__name__}")
-    for i, h in enumerate(hids):
-        if not _is_int(h):
-            raise TraceError(path, n, f"hash_ids[{i}] must be an integer, got {h!r}")
-        if h < 0:
-            raise TraceError(path, n, f"hash_ids[{i}] must be >= 0, got {h}")
+    # Fast check in C (map, min); the loop finds which id is bad, and why.
+    if not (set(map(type, hids)) <= {int} and (not hids or min(hids) >= 0)):
+        for i, h in enumerate(hids):
+            if not _is_int(h):
+                raise TraceError(path, n, f"hash_ids[{i}] must be an integer, got {h!r}")
+            if h < 0:
+                raise TraceError(path, n, f"hash_ids[{i}] must be >= 0, got {h}")
     blocks = -(-il // block)
     if len(hids) > blocks:
         raise TraceError(
@@ -129,6 +131,30 @@ def _lines(path: str) -> Iterator[tuple[int, str]]:
         raise TraceFileError(path, None, f"cannot read: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
         raise TraceError(path, None, f"not UTF-8 text ({e.reason})") from None
+
+
+def _token_runs(
+    rows: list[tuple[float, int, int, npt.NDArray[np.int64]]],
+    hash_ids: npt.NDArray[np.int64],
+    block: int,
+) -> tuple[list[int], list[int], list[int]]:
+    """Every request's prompt as runs of consecutive hash ids, i.e. of consecutive tokens.
+
+    ``hash_ids`` is every row's ids joined. Returns (at, pos, val) as lists (a
+    request's loop reads them as Python ints): request ``i`` has runs
+    ``at[i]:at[i+1]``; run ``r`` starts at prompt position ``pos[r]`` with token
+    ``val[r]`` and continues one by one up to the next run (or input_length).
+    """
+    lens = np.fromiter((len(r[3]) for r in rows), dtype=np.int64, count=len(rows))
+    first = np.cumsum(lens) - lens  # each row's first block in hash_ids
+    starts = np.ones(len(hash_ids), dtype=bool)
+    starts[1:] = hash_ids[1:] != hash_ids[:-1] + 1
+    starts[first[lens > 0]] = True
+    run = np.flatnonzero(starts)
+    row_of = np.repeat(np.arange(len(rows)), lens)[run]
+    pos = (run - first[row_of]) * block
+    at = np.searchsorted(run, np.append(first, len(hash_ids)))
+    return at.tolist(), pos.tolist(), (hash_ids[run] * block).tolist()
 
 
 class MooncakeTrace(Workload):
@@ -156,61 +182,107 @@ class MooncakeTrace(Workload):
                 break
         if not self.rows:
             raise TraceError(self.path, None, "no requests")
-        max_hash = max((int(h.max()) for *_, h in self.rows if len(h)), default=-1)
+        self._hash_ids = np.concatenate([r[3] for r in self.rows])
+        max_hash = int(self._hash_ids.max()) if len(self._hash_ids) else -1
+        if (max_hash + 1) * self.block + sum(r[2] for r in self.rows) > 2**63:
+            raise TraceError(
+                self.path,
+                None,
+                f"hash ids up to {max_hash} with block_size {self.block} give token ids "
+                "past the int64 range",
+            )
         # Output ids start past every prompt token id; each request gets its own range.
         self.out_base = (max_hash + 1) * self.block
         self.out_off = np.concatenate([[0], np.cumsum([r[2] for r in self.rows])])[:-1].astype(
             np.int64
         )
-        self._offs = np.arange(self.block, dtype=np.int64)
+        self._out_start: list[int] = (self.out_base + self.out_off).tolist()
+        runs = _token_runs(self.rows, self._hash_ids, self.block)
+        self._run_at, self._run_pos, self._run_val = runs
+        longest = max(max(r[1] for r in self.rows), max(r[2] for r in self.rows))
+        self._iota = np.arange(longest, dtype=np.int64)
+        # Arrivals in event order: by time, ties in file order.
+        self._arrivals = sorted((r[0] / 1000.0, i) for i, r in enumerate(self.rows))
 
     @property
     def num_requests(self) -> int:
         return len(self.rows)
 
     def request(self, i: int, arrival: float | None = None) -> Request:
-        """Request ``i`` (0-based, file order) with its tokens built."""
-        ts, il, ol, hids = self.rows[i]
+        """Request ``i`` (0-based, file order) with its tokens built.
+
+        Each run of consecutive hash ids is one ascending range of token ids, so
+        the prompt is written run by run (a trace request has ~3 runs) and the
+        output after it, straight into one array: no temporaries, a single
+        write pass over its ~100 KB, which is most of what it costs in a replay
+        (the cache operations in between keep evicting it from the CPU caches).
+        """
+        ts, il, ol, _ = self.rows[i]
         full = np.empty(il + ol, dtype=np.int64)
-        full[:il] = (hids[:, None] * self.block + self._offs).reshape(-1)[:il]
-        start = self.out_base + int(self.out_off[i])
-        full[il:] = np.arange(start, start + ol, dtype=np.int64)
+        iota, pos, val = self._iota, self._run_pos, self._run_val
+        r, end = self._run_at[i], self._run_at[i + 1]
+        while r < end:
+            a, v = pos[r], val[r]
+            r += 1
+            b = pos[r] if r < end else il  # the last run is cut to input_length
+            np.add(iota[: b - a], v, out=full[a:b])
+        np.add(iota[:ol], self._out_start[i], out=full[il:])
         t = ts / 1000.0 if arrival is None else arrival
         return Request(f"r{i}", full[:il], full[il:], 0, t, i, 0, "trace", full)
 
     def events(self) -> Iterator[Event]:
-        heap: list[tuple[float, int, int, int]] = [
-            (r[0] / 1000.0, i, 0, i) for i, r in enumerate(self.rows)
-        ]
-        heapq.heapify(heap)
-        seq = len(self.rows)
+        """The harness's one-heap event order, with only the finishes in a heap.
+
+        The harness queues every arrival as ``(time, i)`` and every finish as
+        ``(time, seq)`` with seq past every i, so at equal times arrivals come
+        first: merging the sorted arrivals with a heap of the (few) requests in
+        flight gives the same order without 12k arrivals in the heap.
+        """
+        finishes: list[tuple[float, int, int]] = []  # (time, seq, i)
         live: dict[int, Request] = {}
-        while heap:
-            t, _, is_finish, i = heapq.heappop(heap)
-            if not is_finish:
-                req = self.request(i, t)
-                live[i] = req
-                yield Event(t, "arrive", req)
-                done = t + self.service_time(len(req.prompt), len(req.output))
-                heapq.heappush(heap, (done, seq, 1, i))
-                seq += 1
-            else:
-                yield Event(t, "finish", live.pop(i))
+        service = self.service_time
+        pop, push = heapq.heappop, heapq.heappush
+        for seq, (t, i) in enumerate(self._arrivals):
+            while finishes and finishes[0][0] < t:
+                done, _, j = pop(finishes)
+                yield Event(done, "finish", live.pop(j))
+            req = self.request(i, t)
+            live[i] = req
+            yield Event(t, "arrive", req)
+            push(finishes, (t + service(len(req.prompt), len(req.output)), seq, i))
+        while finishes:
+            done, _, j = pop(finishes)
+            yield Event(done, "finish", live.pop(j))
 
     def growth_samples(self) -> tuple[npt.NDArray[np.int64], str]:
-        """Tokens past the longest block prefix any earlier request had (infinite-cache misses)."""
-        seen: dict[tuple[int, int], int] = {}
-        out = np.empty(len(self.rows), dtype=np.int64)
-        for i, (_, il, _, hids) in enumerate(self.rows):
-            node = matched = 0
-            for h in hids.tolist():
-                nxt = seen.get((node, h))
-                if nxt is None:  # after the first miss every later block is new too
-                    nxt = seen[(node, h)] = len(seen) + 1
-                else:
-                    matched += 1
-                node = nxt
-            out[i] = il - min(matched * self.block, il)
+        """Tokens past the longest block prefix any earlier request had (infinite-cache misses).
+
+        Depth by depth over all requests at once (numpy, ~3x faster than a trie
+        walk in Python): a block prefix's id at depth k is the distinct pair
+        (its id at depth k - 1, hash id k), and a request has matched depth k
+        when an earlier request has the same prefix id there.
+        """
+        rows = self.rows
+        n = len(rows)
+        lens = np.fromiter((len(r[3]) for r in rows), dtype=np.int64, count=n)
+        first = np.cumsum(lens) - lens  # each request's first block in _hash_ids
+        hids = self._hash_ids
+        if len(hids) and int(hids.max()) >= 2**62 // max(n, 1):  # keep the pair keys in int64
+            hids = np.unique(hids, return_inverse=True)[1].astype(np.int64)
+        span = int(hids.max()) + 1 if len(hids) else 1
+        matched = np.zeros(n, dtype=np.int64)
+        prefix = np.zeros(n, dtype=np.int64)  # prefix id at the previous depth (0: empty)
+        alive = np.flatnonzero(lens > 0)  # requests with a block at this depth, in file order
+        depth = 0
+        while len(alive):
+            key = prefix[alive] * span + hids[first[alive] + depth]
+            _, at, ids = np.unique(key, return_index=True, return_inverse=True)
+            matched[alive] += alive[at[ids]] < alive  # first holder of the prefix is earlier
+            prefix[alive] = ids
+            depth += 1
+            alive = alive[lens[alive] > depth]
+        il = np.fromiter((r[1] for r in rows), dtype=np.int64, count=n)
+        out = il - np.minimum(matched * self.block, il)
         return out, "trace requests (prompt tokens past the longest block prefix seen before)"
 
     def describe(self) -> dict[str, Any]:
@@ -222,8 +294,14 @@ class MooncakeTrace(Workload):
             "duration_s": (max(ts) - min(ts)) / 1000.0,
             "prompt_tokens": int(sum(r[1] for r in self.rows)),
             "output_tokens": int(sum(r[2] for r in self.rows)),
-            "unique_blocks": len(np.unique(np.concatenate([r[3] for r in self.rows]))),
+            "unique_blocks": _count_distinct(self._hash_ids),
         }
+
+
+def _count_distinct(values: npt.NDArray[np.int64]) -> int:
+    """len(np.unique(values)), ~15x faster: numpy 2's hash-based unique is slow on ints."""
+    s = np.sort(values)
+    return int(len(s) > 0) + int(np.count_nonzero(s[1:] != s[:-1]))
 
 
 def load_trace(
