@@ -1,41 +1,21 @@
 """Which policy to run, and one honest sentence saying why, with the numbers.
 
-Rule: the highest token hit rate wins; policies within ``NEAR_TIE`` of the
-best count as tied, and among them one whose p99 uncached prefill tokens per
-request is at least ``MIN_TAIL_GAIN`` lower than the top's wins (the tail is
-what users feel as slow first tokens; a smaller gap is noise and does not
-justify giving up hit rate). When
-lru, SGLang's default, wins, the sentence says so plainly: switching
-policies would not help.
+The rule itself is the core's (:mod:`radix_evict.winner`: highest hit rate,
+near-ties to a clearly lower p99 tail); this module explains its choice. When
+lru, SGLang's default, wins, the sentence says so plainly: switching policies
+would not help.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-NEAR_TIE = 0.005  # hit-rate difference (0.5 percentage points) treated as a tie
-MIN_TAIL_GAIN = 0.02  # a near-tie goes to the lower tail only if it is 2% lower
+from radix_evict.winner import NEAR_TIE, Scored, choose_winner
+from radix_evict.winner import WINNER_RULE as RULE
+
 DEFAULT_POLICY = "lru"
-RULE = (
-    f"highest token hit rate; policies within {100 * NEAR_TIE:.1f} points of the best are "
-    f"tied, and one of them wins instead if its p99 uncached prefill tokens are at least "
-    f"{100 * MIN_TAIL_GAIN:.0f}% lower"
-)
-
-
-class Scored(Protocol):
-    """What the rule needs from a result (ReplayResult has it)."""
-
-    @property
-    def label(self) -> str: ...
-    @property
-    def policy(self) -> str: ...
-    @property
-    def hit_rate(self) -> float: ...
-    @property
-    def p99_uncached(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -49,19 +29,6 @@ class Recommendation:
     def to_dict(self) -> dict[str, Any]:
         return {"policy": self.policy, "reason": self.reason, "tie_break": self.tie_break,
                 "rule": RULE}
-
-
-def pick(results: Sequence[Scored]) -> tuple[Scored, bool]:
-    """(winner, whether the p99 tie-break decided it); order given breaks exact ties."""
-    if not results:
-        raise ValueError("no results to pick a winner from")
-    best = max(r.hit_rate for r in results)
-    near = [r for r in results if best - r.hit_rate <= NEAR_TIE + 1e-12]
-    top = max(near, key=lambda r: r.hit_rate)
-    winner = min(near, key=lambda r: (r.p99_uncached, -r.hit_rate))
-    if winner.p99_uncached > top.p99_uncached * (1 - MIN_TAIL_GAIN):
-        winner = top
-    return winner, winner is not top
 
 
 def _same(a: Scored, b: Scored) -> bool:
@@ -78,7 +45,7 @@ def _t(x: float) -> str:
 
 def recommend(results: Sequence[Scored]) -> Recommendation:
     """Pick the winner and explain it in one sentence with hit rates and p99 uncached tokens."""
-    winner, tie_break = pick(results)
+    winner, tie_break = choose_winner(results)
     others = [r for r in results if r is not winner]
     w = winner.label
     if not others:

@@ -35,6 +35,7 @@ from radix_evict.config import parse_json_config
 from radix_evict.errors import PolicyConfigError, RadixEvictError
 from radix_evict.parallel import run_jobs
 from radix_evict.pool import KVPool
+from radix_evict.winner import WINNER_RULE, choose_winner
 from radix_evict.workloads import Request, Workload, get_workload
 
 ProgressFn = Callable[[int, int], None]
@@ -181,7 +182,7 @@ class MatrixResult:
             "policies": self.policies,
             "results": [r.to_dict() for r in self.results],
             "winners": dict(self.winners),
-            "winner_rule": "highest hit rate; ties broken by lower p99 uncached tokens",
+            "winner_rule": WINNER_RULE,
         }
 
 
@@ -519,14 +520,8 @@ def replay_policies(
 
 
 def pick_winner(results: Sequence[ReplayResult]) -> ReplayResult:
-    """Highest hit rate; ties broken by lower p99 uncached, then by order given."""
-    if not results:
-        raise ValueError("no results to pick a winner from")
-    best = results[0]
-    for r in results[1:]:
-        if (r.hit_rate, -r.p99_uncached) > (best.hit_rate, -best.p99_uncached):
-            best = r
-    return best
+    """The best of ``results`` by :data:`~radix_evict.winner.WINNER_RULE`."""
+    return choose_winner(results)[0]
 
 
 def policy_matrix(

@@ -15,6 +15,7 @@ from peer_harness import HARNESS_TLRU, SHARED, harness_args, load_harness
 import radix_evict
 import radix_evict.replay as replay_mod
 from radix_evict import KVPool, RadixCache
+from radix_evict.cli.recommend import recommend
 from radix_evict.replay import (
     DEFAULT_POLICIES,
     PolicyRun,
@@ -26,6 +27,7 @@ from radix_evict.replay import (
     replay,
     replay_policies,
 )
+from radix_evict.winner import WINNER_RULE, choose_winner
 from radix_evict.workloads import Workload, get_workload, load_trace
 
 TRACES = SHARED / "traces"
@@ -321,6 +323,13 @@ def test_winner_rule() -> None:
     assert pick_winner(rows).label == "c"  # tie on hit rate -> lower p99
     assert pick_winner(rows[:2]).label == "b"
     assert pick_winner([rows[1], _fake(base, "d", 0.6, 900.0)]).label == "b"  # full tie: first
+    # Within the 0.5-point band a clearly (>= 2%) lower tail wins; a 1% lower one does not.
+    near = _fake(base, "e", 0.597, 850.0)
+    assert pick_winner([rows[1], near]).label == "e"
+    assert choose_winner([rows[1], near]) == (near, True)
+    slight = _fake(base, "f", 0.597, 891.0)
+    assert pick_winner([rows[1], slight]).label == "b"
+    assert pick_winner([rows[1], _fake(base, "g", 0.594, 100.0)]).label == "b"  # outside band
     with pytest.raises(ValueError):
         pick_winner([])
 
@@ -332,13 +341,13 @@ def test_policy_matrix() -> None:
     assert len(m.results) == 6 and m.policies == ["lru", "lfu", "priority"]
     for w in wls:
         rows = [r for r in m.results if r.workload == w.name]
-        best = max(rows, key=lambda r: (r.hit_rate, -r.p99_uncached))
-        assert m.winners[w.name] == best.label
+        assert m.winners[w.name] == recommend(rows).policy  # the CLI's rule is the core's
         assert m.cell(w.name, "lfu").policy == "lfu"
         assert all(r.pool_tokens == w.default_pool_tokens for r in rows)
     assert calls[-1] == 3 * sum(w.num_requests for w in wls)
     d = json.loads(json.dumps(m.to_dict(), allow_nan=False))
     assert d["winners"] == m.winners and len(d["results"]) == 6
+    assert d["winner_rule"] == WINNER_RULE
     assert not math.isnan(d["results"][0]["req_per_s"])
 
 

@@ -1,0 +1,51 @@
+"""The rule that names the best policy of a set of replays (one rule, used everywhere).
+
+The highest token hit rate wins; policies within :data:`NEAR_TIE` of the best
+count as tied, and among them one whose p99 uncached prefill tokens per
+request is at least :data:`MIN_TAIL_GAIN` lower than the top's wins instead
+(the tail is what users feel as slow first tokens; a smaller gap is noise and
+does not justify giving up hit rate). Exact ties go to the order given.
+``MatrixResult.winners`` and the CLI's recommendation both come from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+NEAR_TIE = 0.005  # hit-rate difference (0.5 percentage points) treated as a tie
+MIN_TAIL_GAIN = 0.02  # a near-tie goes to the lower tail only if it is 2% lower
+WINNER_RULE = (
+    f"highest token hit rate; policies within {100 * NEAR_TIE:.1f} points of the best are "
+    f"tied, and one of them wins instead if its p99 uncached prefill tokens are at least "
+    f"{100 * MIN_TAIL_GAIN:.0f}% lower"
+)
+
+
+class Scored(Protocol):
+    """What the rule reads from a result (ReplayResult has it)."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def policy(self) -> str: ...
+    @property
+    def hit_rate(self) -> float: ...
+    @property
+    def p99_uncached(self) -> float: ...
+
+
+S = TypeVar("S", bound=Scored)
+
+
+def choose_winner(results: Sequence[S]) -> tuple[S, bool]:
+    """(winner, whether the p99 tie-break decided it); the order given breaks exact ties."""
+    if not results:
+        raise ValueError("no results to pick a winner from")
+    best = max(r.hit_rate for r in results)
+    near = [r for r in results if best - r.hit_rate <= NEAR_TIE + 1e-12]
+    top = max(near, key=lambda r: r.hit_rate)
+    winner = min(near, key=lambda r: (r.p99_uncached, -r.hit_rate))
+    if winner.p99_uncached > top.p99_uncached * (1 - MIN_TAIL_GAIN):
+        winner = top
+    return winner, winner is not top
