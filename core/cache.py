@@ -85,6 +85,7 @@ class RadixCache:
         self.pool = pool
         self.page_size = pool_page
         self.device = torch.device(pool.device)
+        self._on_cpu = self.device.type == "cpu"
         self.stats = CacheStats()
         self._empty = torch.empty((0,), dtype=torch.int64, device=self.device)
         self._slots = SlotStorage(pool)
@@ -267,7 +268,8 @@ class RadixCache:
             and indices.dtype is torch.int64
             and indices.dim() == 1
             and indices.shape[0] == length
-            and indices.device == self.device
+            # is_cpu is an attribute read; comparing torch.device objects costs far more
+            and (indices.is_cpu if self._on_cpu else indices.device == self.device)
         ):
             return
         if not isinstance(indices, torch.Tensor):

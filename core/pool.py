@@ -200,23 +200,25 @@ class KVPool:
 
     def _pages_of(self, indices: torch.Tensor) -> Any:
         """Validate slots and return their page ids (numpy on cpu, a tensor elsewhere)."""
-        if not isinstance(indices, torch.Tensor):
-            raise TypeError(
-                f"KVPool.free: expected a torch tensor of slots, got {type(indices).__name__}"
-            )
-        if indices.dtype == torch.bool or indices.dtype.is_floating_point or indices.is_complex():
-            raise TypeError(f"KVPool.free: slots must be integers, got dtype {indices.dtype}")
-        if indices.device != self._device:
-            raise ValueError(
-                f"KVPool.free: slots are on {indices.device} but the pool is on {self._device}"
-            )
-        if indices.dim() != 1:
-            raise ValueError(f"KVPool.free: slots must be 1-D, got shape {tuple(indices.shape)}")
+        if not (  # the usual case in one test: a 1-D int64 tensor where the pool is
+            type(indices) is torch.Tensor
+            and indices.dtype is torch.int64
+            and indices.dim() == 1
+            and (indices.is_cpu if self._on_cpu else indices.device == self._device)
+        ):
+            self._check_slot_tensor(indices)
         idx: Any = indices.numpy().astype(np.int64, copy=False) if self._on_cpu else indices.long()
         n = len(idx)
         if n == 0:
             return idx
         P = self.page_size
+        if n == P and self._on_cpu:  # one page (or slot): scalar checks
+            s0 = int(idx[0])
+            if not 0 <= s0 < self.size:
+                raise ValueError(f"KVPool.free: slot {s0} is outside the pool (0..{self.size - 1})")
+            if P > 1 and (s0 % P or not bool((idx == self._table[s0 // P]).all())):
+                raise ValueError(f"KVPool.free: slots are not whole, aligned pages of {P}")
+            return idx[:1] // P if P > 1 else idx
         if n % P:
             raise ValueError(f"KVPool.free: {n} slots are not whole pages of {P}")
         # Each page's first slot must be in the pool; the row comparison below then
@@ -232,6 +234,21 @@ class KVPool:
         if not bool((idx.reshape(-1, P) == self._table[pages]).all()):
             raise ValueError(f"KVPool.free: slots are not whole, aligned pages of {P}")
         return pages
+
+    def _check_slot_tensor(self, indices: Any) -> None:
+        """Raise the error that says what is wrong with a tensor of slots to free."""
+        if not isinstance(indices, torch.Tensor):
+            raise TypeError(
+                f"KVPool.free: expected a torch tensor of slots, got {type(indices).__name__}"
+            )
+        if indices.dtype == torch.bool or indices.dtype.is_floating_point or indices.is_complex():
+            raise TypeError(f"KVPool.free: slots must be integers, got dtype {indices.dtype}")
+        if indices.device != self._device:
+            raise ValueError(
+                f"KVPool.free: slots are on {indices.device} but the pool is on {self._device}"
+            )
+        if indices.dim() != 1:
+            raise ValueError(f"KVPool.free: slots must be 1-D, got shape {tuple(indices.shape)}")
 
     def __repr__(self) -> str:
         return (

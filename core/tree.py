@@ -18,6 +18,8 @@ TOKEN_BYTES = 8  # keys are stored as int64
 
 TokenKey = Sequence[int] | np.ndarray | torch.Tensor
 
+_INT64 = np.dtype(np.int64)  # numpy's shared descriptor: an identity test finds the usual case
+
 
 class TreeNode:
     """One radix-tree node: a run of tokens and the KV slots that hold them.
@@ -85,7 +87,7 @@ def as_token_array(tokens: Any, what: str = "tokens") -> np.ndarray:
     Accepts a sequence of ints, a numpy integer array or an integer torch
     tensor. Floats, bools and other types are errors, never truncated.
     """
-    if type(tokens) is np.ndarray and tokens.dtype == np.int64 and tokens.ndim == 1:
+    if type(tokens) is np.ndarray and tokens.dtype is _INT64 and tokens.ndim == 1:
         return tokens
     if isinstance(tokens, torch.Tensor):
         if tokens.dtype == torch.bool or tokens.dtype.is_floating_point or tokens.is_complex():
@@ -127,10 +129,11 @@ def key_view(arr: np.ndarray, n: int) -> memoryview:
     against the caller's array in place: a 10k-token prompt is never copied
     just to be looked up.
     """
-    head = arr[:n]
-    if not head.flags.c_contiguous:
-        head = np.ascontiguousarray(head)
-    return memoryview(head).cast("B")  # type: ignore[arg-type]
+    head = arr if n == len(arr) else arr[:n]
+    try:
+        return memoryview(head).cast("B")  # type: ignore[arg-type]
+    except TypeError:  # not contiguous (a strided view): the one case that copies
+        return memoryview(np.ascontiguousarray(head)).cast("B")  # type: ignore[arg-type]
 
 
 def common_prefix_len(node_key: bytes, key: memoryview, offset: int) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from conftest import Rig
@@ -413,3 +414,18 @@ def test_every_slot_the_cache_lets_go_goes_through_the_allocators_free() -> None
     cache.reset()
     assert sorted(seen) == sorted(dup.tolist() + first.tolist())
     assert pool.available_size() == 64
+
+
+def test_strided_and_narrow_token_arrays_match_like_their_contiguous_copies() -> None:
+    pool = KVPool(size=64, device="cpu")
+    cache = RadixCache(pool)
+    base = np.arange(40, dtype=np.int64)
+    strided = base[::2]  # a view whose bytes are not one run: key_view must copy it
+    slots = pool.alloc(20)
+    assert slots is not None
+    assert cache.insert(strided, slots) == 0
+    m = cache.match_prefix(np.ascontiguousarray(strided))
+    assert m.prefix_len == 20 and m.indices.tolist() == slots.tolist()
+    assert cache.match_prefix(strided[:7]).prefix_len == 7
+    assert cache.match_prefix(base[::2].astype(np.int32)).prefix_len == 20
+    assert cache.match_prefix(base[:7]).prefix_len == 1  # 0 matches, 1 != 2
