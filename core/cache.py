@@ -398,10 +398,11 @@ class RadixCache:
         heap = driver.heap
         pop = heapq.heappop
         while freed < want and heap:
-            _, _, seq, node = pop(heap)
+            entry = pop(heap)
+            node = entry[-1]
             parent = node.parent
             # Stale entry: re-scored since, locked, grown a child, or gone from the tree.
-            if seq != node._heap_seq or node.lock_ref or node.children or parent is None:
+            if entry[-2] != node._heap_seq or node.lock_ref or node.children or parent is None:
                 continue
             node._heap_seq = -1
             del parent.children[node.key_bytes[:pb]]

@@ -19,7 +19,8 @@ from typing import Any
 from radix_evict.policy import EvictionPolicy
 from radix_evict.tree import TreeNode
 
-HeapEntry = tuple[Any, int, int, TreeNode]  # (score, last_access_time, seq, node)
+# (score, last_access_time, seq, node), a tuple score spliced in: (*score, time, seq, node)
+HeapEntry = tuple[Any, ...]
 
 
 def is_evictable_leaf(node: TreeNode) -> bool:
@@ -28,7 +29,7 @@ def is_evictable_leaf(node: TreeNode) -> bool:
 
 
 class EvictionDriver:
-    """Orders evictable leaves by ``(score, last_access_time)``."""
+    """Orders evictable leaves by ``(score, last_access_time)``, lowest first."""
 
     def __init__(self, policy: EvictionPolicy) -> None:
         self.policy = policy
@@ -37,15 +38,42 @@ class EvictionDriver:
         self.heap: list[HeapEntry] = []
         self._seq = 0
         self._compact_at = 4096
+        # Tuple scores are spliced into the entry, (*score, time, seq, node): comparing
+        # one flat tuple costs half as much as a nested one, and every heap step
+        # compares. That orders entries as (score, time, seq) would only if all of
+        # a policy's scores have one shape, which _entry checks: 0 means numbers,
+        # n >= 1 tuples of n items, None not yet seen.
+        self._width: int | None = None
 
     def offer(self, node: TreeNode) -> None:
         """(Re-)score ``node`` if it is an evictable leaf; supersedes its older entries."""
         if node.lock_ref == 0 and not node.children and node.parent is not None:  # inlined: hot
             self._seq += 1
             node._heap_seq = self._seq
-            heapq.heappush(self.heap, (self._score(node), node.last_access_time, self._seq, node))
+            heapq.heappush(self.heap, self._entry(node, self._seq))
             if len(self.heap) > self._compact_at:
                 self._rebuild(rescore=False)
+
+    def _entry(self, node: TreeNode, seq: int) -> HeapEntry:
+        score = self._score(node)
+        if type(score) is tuple:
+            if len(score) != self._width:
+                self._set_width(score, len(score))
+            return (*score, node.last_access_time, seq, node)
+        if self._width != 0:
+            self._set_width(score, 0)
+        return (score, node.last_access_time, seq, node)
+
+    def _set_width(self, score: Any, width: int) -> None:
+        if self._width is None:
+            self._width = width
+            return
+        shape = {0: "a number"}
+        raise TypeError(
+            f"policy {self.policy.name!r}: score() returned {score!r} after returning "
+            f"{shape.get(self._width, f'tuples of {self._width} items')}; scores must be "
+            "numbers, or tuples of one fixed length"
+        )
 
     def begin_evict(self) -> None:
         """Called once per ``evict``: re-score volatile policies, drop stale entries."""
@@ -57,19 +85,19 @@ class EvictionDriver:
 
     def candidates(self) -> list[TreeNode]:
         """The current evictable leaves (each exactly once)."""
-        return [e[3] for e in self._live_entries()]
+        return [e[-1] for e in self._live_entries()]
 
     def __len__(self) -> int:
         return len(self.heap)
 
     def _live_entries(self) -> list[HeapEntry]:
         """Each evictable leaf's latest entry; stale ones (superseded or no longer a leaf) go."""
-        return [e for e in self.heap if e[2] == e[3]._heap_seq and is_evictable_leaf(e[3])]
+        return [e for e in self.heap if e[-2] == e[-1]._heap_seq and is_evictable_leaf(e[-1])]
 
     def _rebuild(self, rescore: bool) -> None:
         entries = self._live_entries()
         if rescore:
-            entries = [(self._score(n), n.last_access_time, seq, n) for _, _, seq, n in entries]
+            entries = [self._entry(e[-1], e[-2]) for e in entries]
         heapq.heapify(entries)
         self.heap = entries
         # Stale entries may again outnumber live ones 2:1 before the next sweep (amortised O(1)).

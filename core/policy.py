@@ -51,7 +51,11 @@ class EvictionPolicy:
         self.config = config if config is not None else self.Config()
 
     def score(self, node: TreeNode) -> Score:
-        """Return this leaf's eviction score: lower goes first."""
+        """Return this leaf's eviction score: lower goes first.
+
+        A number, or a tuple compared item by item; a policy's tuples all have
+        one length (the driver splices them into its heap entries).
+        """
         raise NotImplementedError
 
     def __repr__(self) -> str:

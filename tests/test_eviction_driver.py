@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import pytest
 from conftest import Rig
 
 from radix_evict import EvictionPolicy, TreeNode
@@ -70,3 +71,48 @@ def test_stale_heap_entries_are_compacted() -> None:
     assert len(rig.cache._driver) <= 3 * rig.cache.num_nodes + 4097
     assert len(rig.cache.evictable_leaves()) == 49
     check_cache(rig.cache)
+
+
+class ShapeShifter(EvictionPolicy):
+    """Scores of two shapes: a tuple for some leaves, a number for others."""
+
+    name = "shape-shifter"
+    width: ClassVar[dict[int, int]] = {}
+
+    def score(self, node: TreeNode) -> float | tuple[int, ...]:
+        n = self.width.get(int(node.key[0]), 0)
+        return tuple(range(n)) if n else 1.0
+
+
+def test_tuple_scores_order_like_nested_tuples() -> None:
+    """Spliced heap entries (*score, time, seq, node) keep (score, time) order."""
+    ExternalCost.cost = {}
+
+    class Pairs(EvictionPolicy):
+        name = "pairs"
+        table: ClassVar[dict[int, tuple[int, int]]] = {1: (1, 9), 2: (0, 5), 3: (1, 0)}
+
+        def score(self, node: TreeNode) -> tuple[int, int]:
+            return self.table[int(node.key[0])]
+
+    rig = build(Pairs())
+    gone: list[int] = []
+    for _ in range(3):
+        left = {leaf[0] for leaf in rig.leaf_tokens()}
+        rig.cache.evict(1)
+        (evicted,) = left - {leaf[0] for leaf in rig.leaf_tokens()}
+        gone.append(evicted)
+    assert gone == [2, 3, 1]  # (0, 5) < (1, 0) < (1, 9)
+
+
+def test_scores_of_two_shapes_are_an_error_naming_the_policy() -> None:
+    ShapeShifter.width = {1: 2, 2: 0}
+    rig = Rig(policy=ShapeShifter())
+    rig.insert([1, 1])
+    with pytest.raises(TypeError, match=r"'shape-shifter'.*tuples of one fixed length"):
+        rig.insert([2, 2])
+    ShapeShifter.width = {1: 2, 2: 3}
+    rig = Rig(policy=ShapeShifter())
+    rig.insert([1, 1])
+    with pytest.raises(TypeError, match="after returning tuples of 2 items"):
+        rig.insert([2, 2])
