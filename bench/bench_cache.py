@@ -112,7 +112,7 @@ def main() -> None:
     )
     p.add_argument("--policies", default=",".join(ALL))
     p.add_argument("--leaves", default="1000,10000,100000")
-    p.add_argument("--calls", type=int, default=2000, help="evict calls per size")
+    p.add_argument("--calls", type=int, default=5000, help="evict calls per size (median)")
     p.add_argument("--runs", type=int, default=3, help="replays per policy (median req/s)")
     p.add_argument("--skip-replay", action="store_true")
     p.add_argument("--json-out", default=None)
