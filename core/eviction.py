@@ -68,11 +68,10 @@ class EvictionDriver:
         if self._width is None:
             self._width = width
             return
-        shape = {0: "a number"}
+        before = "a number" if self._width == 0 else f"tuples of {self._width} items"
         raise TypeError(
             f"policy {self.policy.name!r}: score() returned {score!r} after returning "
-            f"{shape.get(self._width, f'tuples of {self._width} items')}; scores must be "
-            "numbers, or tuples of one fixed length"
+            f"{before}; scores must be numbers, or tuples of one fixed length"
         )
 
     def begin_evict(self) -> None:
