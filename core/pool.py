@@ -18,11 +18,14 @@ __all__ = ["Allocator", "KVPool", "default_device"]
 
 
 def _count(what: str, value: object, low: int) -> int:
-    """``value`` as an int >= ``low``; bools, floats and the like are errors, never rounded."""
+    """``value`` as an int >= ``low``; bools, floats and the like are errors, never rounded.
+
+    ``what`` names the argument in the error, e.g. ``"KVPool: size"``.
+    """
     if type(value) is int and value >= low:  # the common case, first
         return value
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"KVPool: {what} must be an integer >= {low}, got {value!r}")
+        raise ValueError(f"{what} must be an integer >= {low}, got {value!r}")
     return int(value)
 
 
@@ -57,11 +60,11 @@ class KVPool:
     ) -> None:
         # Counts are annotated SupportsIndex, not int, so that a compiled build does not
         # coerce a bool on the way in: the checks here see exactly what the caller passed.
-        size = _count("size", size, 1)
-        page_size = _count("page_size", page_size, 1)
-        layers = _count("layers", layers, 0)
-        heads = _count("heads", heads, 1)
-        head_dim = _count("head_dim", head_dim, 1)
+        size = _count("KVPool: size", size, 1)
+        page_size = _count("KVPool: page_size", page_size, 1)
+        layers = _count("KVPool: layers", layers, 0)
+        heads = _count("KVPool: heads", heads, 1)
+        head_dim = _count("KVPool: head_dim", head_dim, 1)
         if size % page_size:
             raise ValueError(
                 f"KVPool: size {size} is not a whole number of pages of {page_size} tokens"
@@ -102,12 +105,7 @@ class KVPool:
 
     def alloc(self, n: SupportsIndex) -> torch.Tensor | None:
         """``n`` slot indices on the pool's device, or None if fewer are free."""
-        if type(n) is int and n >= 0:
-            count = n
-        elif isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"KVPool.alloc: n must be an integer >= 0, got {n!r}")
-        else:
-            count = int(n)
+        count = _count("KVPool.alloc: n", n, 0)
         P = self.page_size
         if count % P:
             raise ValueError(f"KVPool.alloc: n={count} is not a multiple of page_size {P}")
