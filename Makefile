@@ -8,10 +8,10 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install simulate test lint typecheck docs bench clean
 
-# setup.py compiles these (core/compiled.py lists them): an edit needs a rebuild.
-COMPILED := $(addprefix core/,$(addsuffix .py,tree eviction slots pool cache))
+# setup.py compiles these (core/cache/compiled.py lists them): an edit needs a rebuild.
+COMPILED := $(addprefix core/cache/,$(addsuffix .py,tree eviction slots pool radix_cache))
 
-$(STAMP): pyproject.toml setup.py core/compiled.py $(COMPILED) plugins_example/pyproject.toml
+$(STAMP): pyproject.toml setup.py core/cache/compiled.py $(COMPILED) plugins_example/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "torch==2.13.0"

@@ -19,7 +19,7 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 # The modules every request goes through; the rest of the package stays interpreted.
-COMPILED_MODULES = runpy.run_path(str(Path("core", "compiled.py")))["COMPILED_MODULES"]
+COMPILED_MODULES = runpy.run_path(str(Path("core", "cache", "compiled.py")))["COMPILED_MODULES"]
 
 
 def compiled_extensions() -> list[Extension]:
@@ -41,7 +41,7 @@ def compiled_extensions() -> list[Extension]:
     link = stage / "radix_evict"
     if not link.is_symlink():
         link.symlink_to(Path("..", "..", "core"), target_is_directory=True)
-    sources = [str(link / f"{name}.py") for name in COMPILED_MODULES]
+    sources = [str(link / "cache" / f"{name}.py") for name in COMPILED_MODULES]
     # The build env has no numpy or torch: their types are Any there, which also turns
     # ignores needed by the full type check (make typecheck) into "unused" ones.
     flags = ["--ignore-missing-imports", "--no-warn-unused-ignores"]

@@ -5,7 +5,7 @@
 
 Part 1 replays the built-in ``chat`` workload through each policy and reports
 requests per second of cache operations (match, lock, evict, alloc, insert,
-free, unlock), as ``radix_evict.replay`` measures them.
+free, unlock), as ``radix_evict.sim.replay`` measures them.
 
 Part 2 keeps N evictable leaves in the tree (N = 1k, 10k, 100k), touches
 random ones between calls so the candidate heap carries stale entries, and
@@ -28,8 +28,8 @@ import numpy as np
 import torch
 
 from radix_evict import KVPool, RadixCache
-from radix_evict.replay import replay
-from radix_evict.workloads import get_workload
+from radix_evict.sim.replay import replay
+from radix_evict.sim.workloads import get_workload
 
 ALL = ["lru", "lfu", "slru", "priority", "tlru", "fifo", "mru", "filo"]
 TLRU = {"threshold": 1024, "next_prompt_estimate": 128}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from radix_evict.hookspecs import hookimpl
-from radix_evict.registry import PolicySpec
+from radix_evict.policies.registry import PolicySpec
 
 from .frequency import LFUPolicy, SLRUPolicy
 from .priority import PriorityPolicy

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from radix_evict.policy import EvictionPolicy, PolicyConfig
-from radix_evict.tree import TreeNode
+from radix_evict.cache.tree import TreeNode
+from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
 
 
 class LFUPolicy(EvictionPolicy):

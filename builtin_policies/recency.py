@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from radix_evict.policy import EvictionPolicy
-from radix_evict.tree import TreeNode
+from radix_evict.cache.tree import TreeNode
+from radix_evict.policies.contract import EvictionPolicy
 
 
 class LRUPolicy(EvictionPolicy):

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from radix_evict.policy import EvictionPolicy, PolicyConfig
-from radix_evict.tree import TreeNode
+from radix_evict.cache.tree import TreeNode
+from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
 
 
 class TLRUConfig(PolicyConfig):

@@ -84,7 +84,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from radix_evict.compiled import describe
+        from radix_evict.cache.compiled import describe
 
         typer.echo(f"radix-evict {__version__} ({describe()})")
         raise typer.Exit()

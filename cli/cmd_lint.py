@@ -25,7 +25,7 @@ def lint(
     Every problem is reported with its file and key path. Files that set no
     policy pass; a config without a policy is checked against lru (SGLang's default).
     """
-    from .lint import lint_files  # here, not at import: yaml and tomllib only lint needs
+    from .lint_files import lint_files  # here, not at import: yaml and tomllib only lint needs
 
     mark_json(ctx.obj, json_out)
     report = lint_files(files)

@@ -16,14 +16,14 @@ from typing import Annotated, Any
 
 import typer
 
-from radix_evict.replay import PolicyRun, ReplayResult, policy_matrix, replay_policies
-from radix_evict.workloads import DEFAULT_WORKLOAD, Workload, workload_names
+from radix_evict.sim.replay import PolicyRun, ReplayResult, policy_matrix, replay_policies
+from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload, workload_names
 
 from . import output
 from .errors import EXIT_USAGE, CliError, mark_json
 from .options import parse_params
-from .recommend import RULE, Recommendation, recommend
-from .report import (
+from .simulate_recommend import RULE, Recommendation, recommend
+from .simulate_report import (
     TIERS_WORKLOAD,
     engine_table,
     hit_rate_pivot,
@@ -31,7 +31,7 @@ from .report import (
     policy_table,
     tier_table,
 )
-from .simulation import ALL, build_runs, build_trace, build_workloads, params_for, workload_list
+from .simulate_setup import ALL, build_runs, build_trace, build_workloads, params_for, workload_list
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -87,7 +87,7 @@ def _write_extras(plot: Path | None, metrics: Path | None, draw: Any,
         draw()
         output.note(f"wrote plot {plot}")
     if metrics is not None:
-        from .metrics import write_metrics
+        from .simulate_metrics import write_metrics
 
         write_metrics(metrics, results)
         output.note(f"wrote metrics {metrics}")
@@ -131,7 +131,7 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
                 f"{wl.num_requests:,} requests")
 
     def draw() -> None:
-        from .plot import plot_single
+        from .simulate_plot import plot_single
 
         assert plot is not None
         plot_single(plot, results, f"{wl.name}: pool {results[0].pool_tokens:,} tokens, "
@@ -177,7 +177,7 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
     output.note(f"wall time {wall:.2f} s for {len(m.results)} replays")
 
     def draw() -> None:
-        from .plot import plot_matrix
+        from .simulate_plot import plot_matrix
 
         assert plot is not None
         plot_matrix(plot, names, m.policies, m.results, winners,
@@ -190,7 +190,7 @@ def _run_engine(name: str, params: dict[str, Any], runs: list[PolicyRun], *,
                 pool_tokens: int | None, page_size: int, seed: int, device: str,
                 baseline: bool, json_out: bool, progress: bool) -> None:
     """--model tiny: real K/V through the tiny decoder, measured TTFT per policy."""
-    from .engine_run import run_engine, tiny_setup
+    from .simulate_engine import run_engine, tiny_setup
 
     if _device_name(device) == "cuda":
         import torch
@@ -311,7 +311,7 @@ def simulate(
     params = parse_params(param or [])
     name = workload or DEFAULT_WORKLOAD
     if model is not None:
-        from .engine_run import MODELS
+        from .simulate_engine import MODELS
 
         if model not in MODELS:
             raise CliError(f"--model {model!r}: models: {', '.join(MODELS)}", EXIT_USAGE)
@@ -344,7 +344,7 @@ def simulate(
 
 def _list_workloads(json_out: bool) -> None:
     """The built-in workloads with their summaries and parameters."""
-    from radix_evict.workloads import WORKLOADS
+    from radix_evict.sim.workloads import WORKLOADS
 
     specs = [WORKLOADS[n].describe() for n in workload_names()]
     if json_out:

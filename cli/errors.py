@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from radix_evict.errors import PluginError, PolicyConfigError, RadixEvictError
-from radix_evict.workloads import TraceError, TraceFileError, WorkloadError
+from radix_evict.sim.workloads import TraceError, TraceFileError, WorkloadError
 
 from . import output
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import warnings
 
-from radix_evict.cache import MatchResult, RadixCache
-from radix_evict.compiled import stale_modules
+from radix_evict.cache.compiled import stale_modules
+from radix_evict.cache.pool import Allocator, KVPool
+from radix_evict.cache.radix_cache import MatchResult, RadixCache
+from radix_evict.cache.stats import CacheStats
+from radix_evict.cache.tree import TreeNode
 from radix_evict.errors import (
     ConfigProblem,
     PluginError,
@@ -18,12 +21,9 @@ from radix_evict.errors import (
     PolicyConflictError,
     RadixEvictError,
 )
-from radix_evict.hookspecs import hookimpl
-from radix_evict.policy import EvictionPolicy, NoConfig, PolicyConfig
-from radix_evict.pool import Allocator, KVPool
-from radix_evict.registry import PolicySpec, load_policy, registry
-from radix_evict.stats import CacheStats
-from radix_evict.tree import TreeNode
+from radix_evict.policies.contract import EvictionPolicy, NoConfig, PolicyConfig
+from radix_evict.policies.hookspecs import hookimpl
+from radix_evict.policies.registry import PolicySpec, load_policy, registry
 
 __version__ = "0.1.0"
 

@@ -94,14 +94,14 @@ def write_if_changed(path: Path, text: str) -> bool:
 
 def builtin_registry() -> Any:
     """A private registry holding only radix-evict's own policies (no third-party plugin)."""
-    from radix_evict.plugins import ENV_VAR
-    from radix_evict.registry import Registry
+    from radix_evict.policies.plugins import ENV_VAR
+    from radix_evict.policies.registry import Registry
 
     return Registry(environ={ENV_VAR: ""})
 
 
 def _is_builtin(spec: Any) -> bool:
-    from radix_evict.plugins import CORE_DISTRIBUTION, normalize_dist_name
+    from radix_evict.policies.plugins import CORE_DISTRIBUTION, normalize_dist_name
 
     return normalize_dist_name(spec.distribution or "") == CORE_DISTRIBUTION
 
@@ -113,7 +113,7 @@ def _first_paragraph(doc: str | None) -> str:
 
 def _defaults_line(spec: Any) -> str:
     """What the cache does with no config at all: the defaults, or the startup error."""
-    from radix_evict.config import validate_config
+    from radix_evict.policies.config import validate_config
 
     cfg, problems = validate_config(spec.name, spec.config_model, None)
     if problems:

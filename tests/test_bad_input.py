@@ -11,7 +11,7 @@ import torch
 from conftest import Rig
 
 from radix_evict import KVPool, RadixCache
-from radix_evict.invariants import check_cache
+from radix_evict.testing.invariants import check_cache
 
 
 def snapshot(rig: Rig) -> tuple[Any, ...]:

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from radix_evict import registry
 from radix_evict.cli import app
-from radix_evict.cli.recommend import recommend
-from radix_evict.workloads import get_workload
+from radix_evict.cli.simulate_recommend import recommend
+from radix_evict.sim.workloads import get_workload
 
 PUBLIC = ["lru", "lfu", "slru", "priority", "tlru"]
 SMALL = ["--param", "convs=30", "--pool-tokens", "6000"]  # small chat that must evict

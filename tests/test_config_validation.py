@@ -11,15 +11,15 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field
 
 from radix_evict import PolicyConfig
-from radix_evict.config import (
+from radix_evict.errors import ConfigProblem, PolicyConfigError
+from radix_evict.policies.config import (
     config_model_problems,
     describe_model,
     did_you_mean,
     validate_config,
 )
-from radix_evict.errors import ConfigProblem, PolicyConfigError
-from radix_evict.plugins import ENV_VAR
-from radix_evict.registry import Registry
+from radix_evict.policies.plugins import ENV_VAR
+from radix_evict.policies.registry import Registry
 
 REG = Registry(environ={ENV_VAR: ""})
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import Phase
 
 from radix_evict import EvictionPolicy, PolicySpec, hookimpl
-from radix_evict.registry import Registry
+from radix_evict.policies.registry import Registry
 from radix_evict.testing import (
     NodeSnapshot,
     chain,

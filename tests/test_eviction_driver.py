@@ -8,7 +8,7 @@ import pytest
 from conftest import Rig
 
 from radix_evict import EvictionPolicy, TreeNode
-from radix_evict.invariants import check_cache
+from radix_evict.testing.invariants import check_cache
 
 
 class ExternalCost(EvictionPolicy):

@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import Rig
 
-from radix_evict.invariants import InvariantError, check_cache
+from radix_evict.testing.invariants import InvariantError, check_cache
 
 
 def built() -> Rig:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import radix_evict.parallel as parallel
-from radix_evict.parallel import MAX_WORKERS_PER_CORE, plan_workers, run_jobs
+import radix_evict.sim.parallel as parallel
+from radix_evict.sim.parallel import MAX_WORKERS_PER_CORE, plan_workers, run_jobs
 
 
 def makespan(jobs: int, workers: int, cores: int) -> float:

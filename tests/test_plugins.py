@@ -13,8 +13,8 @@ import pytest
 from fake_dists import FakeSite, policy_module
 
 from radix_evict.errors import PluginLoadError, PolicyConfigError, PolicyConflictError
-from radix_evict.plugins import ENV_VAR, allow_list, find_plugins
-from radix_evict.registry import Registry
+from radix_evict.policies.plugins import ENV_VAR, allow_list, find_plugins
+from radix_evict.policies.registry import Registry
 
 BROKEN_IMPORT = """
 raise ImportError("needs the missing package 'sievelib'")

@@ -14,8 +14,8 @@ from functools import cache
 
 import pytest
 
-from radix_evict.replay import ReplayResult, replay
-from radix_evict.workloads import get_workload
+from radix_evict.sim.replay import ReplayResult, replay
+from radix_evict.sim.workloads import get_workload
 
 SEEDS = (0, 1, 2, 3)
 

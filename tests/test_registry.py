@@ -10,10 +10,10 @@ import pytest
 from pydantic import Field
 
 from radix_evict import EvictionPolicy, PolicyConfig, PolicySpec, hookimpl, load_policy, registry
-from radix_evict.config import lax_schema_spots
 from radix_evict.errors import PolicyConfigError
-from radix_evict.plugins import ENV_VAR
-from radix_evict.registry import Registry
+from radix_evict.policies.config import lax_schema_spots
+from radix_evict.policies.plugins import ENV_VAR
+from radix_evict.policies.registry import Registry
 
 PUBLIC = ["lru", "lfu", "slru", "priority", "tlru"]
 HIDDEN = ["fifo", "mru", "filo"]

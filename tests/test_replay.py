@@ -13,10 +13,10 @@ import torch
 from peer_harness import HARNESS_TLRU, SHARED, harness_args, load_harness
 
 import radix_evict
-import radix_evict.replay as replay_mod
+import radix_evict.sim.replay as replay_mod
 from radix_evict import KVPool, RadixCache
-from radix_evict.cli.recommend import recommend
-from radix_evict.replay import (
+from radix_evict.cli.simulate_recommend import recommend
+from radix_evict.sim.replay import (
     DEFAULT_POLICIES,
     PolicyRun,
     ReplayError,
@@ -27,8 +27,8 @@ from radix_evict.replay import (
     replay,
     replay_policies,
 )
-from radix_evict.winner import WINNER_RULE, choose_winner
-from radix_evict.workloads import Workload, get_workload, load_trace
+from radix_evict.sim.winner import WINNER_RULE, choose_winner
+from radix_evict.sim.workloads import Workload, get_workload, load_trace
 
 TRACES = SHARED / "traces"
 TLRU = HARNESS_TLRU
@@ -386,8 +386,8 @@ def test_forked_workers_survive_a_busy_torch_thread_pool() -> None:
         "torch.set_num_threads(2)\n"
         "x = torch.rand(8_000_000)\n"
         "(x * 2).sum(), torch.cat([x, x])  # start the intra-op thread pool\n"
-        "from radix_evict.replay import replay_policies\n"
-        "from radix_evict.workloads import get_workload\n"
+        "from radix_evict.sim.replay import replay_policies\n"
+        "from radix_evict.sim.workloads import get_workload\n"
         "w = get_workload('chat', convs=20)\n"
         "rows = replay_policies(w, ['lru', 'lfu', 'slru'], pool_tokens=200_000, workers=2)\n"
         "print(len(rows))\n"

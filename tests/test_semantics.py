@@ -8,7 +8,7 @@ import torch
 from conftest import Rig
 
 from radix_evict import KVPool, PolicyConfigError, RadixCache
-from radix_evict.invariants import check_cache
+from radix_evict.testing.invariants import check_cache
 
 
 def path_tokens(rig: Rig, tokens: list[int]) -> int:

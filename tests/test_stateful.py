@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from radix_evict import KVPool, RadixCache, TreeNode
-from radix_evict.invariants import check_cache
+from radix_evict.testing.invariants import check_cache
 
 POLICIES: dict[str, dict[str, int] | None] = {
     "lru": None,

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from radix_evict.workloads import MooncakeTrace, TraceError, load_trace
+from radix_evict.sim.workloads import MooncakeTrace, TraceError, load_trace
 
 TRACES = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
 
@@ -136,7 +136,7 @@ def test_empty_missing_and_binary_files(tmp_path: Path) -> None:
 
 
 def test_bad_block_size(tmp_path: Path) -> None:
-    from radix_evict.workloads import WorkloadError
+    from radix_evict.sim.workloads import WorkloadError
 
     with pytest.raises(WorkloadError, match="block_size"):
         load_trace(write(tmp_path / "t.jsonl", [GOOD]), block_size=0)

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from peer_harness import harness_args, load_harness
 
-from radix_evict.workloads import (
+from radix_evict.sim.workloads import (
     WORKLOADS,
     SessionWorkload,
     Workload,
@@ -22,8 +22,8 @@ from radix_evict.workloads import (
     tlru_threshold_rule,
     workload_names,
 )
-from radix_evict.workloads.base import USER_HDR, service_time
-from radix_evict.workloads.common import round_pool
+from radix_evict.sim.workloads.base import USER_HDR, service_time
+from radix_evict.sim.workloads.common import round_pool
 
 # Small versions of every workload, so that each test takes milliseconds.
 SMALL: dict[str, dict[str, Any]] = {

@@ -5,7 +5,7 @@ one token always runs and yields the first logits, as SGLang does), lock the
 prefix, evict if the pool is short, allocate slots for every token whose K/V
 will exist (prompt + max_new_tokens - 1: the last generated token is never
 fed back), prefill the uncached tail, decode, insert prompt + output[:-1]
-(and, like ``radix_evict.replay``, the prompt alone at priority + 1), free
+(and, like ``radix_evict.sim.replay``, the prompt alone at priority + 1), free
 the slots the cache did not take, unlock.
 
 Several requests run at once (``max_running``): each is prefilled on its own
@@ -30,9 +30,9 @@ from radix_evict.engine.model import TinyConfig, TinyDecoder
 from radix_evict.engine.result import EngineResult
 
 if TYPE_CHECKING:
-    from radix_evict.cache import RadixCache
-    from radix_evict.pool import KVPool
-    from radix_evict.tree import TreeNode
+    from radix_evict.cache.pool import KVPool
+    from radix_evict.cache.radix_cache import RadixCache
+    from radix_evict.cache.tree import TreeNode
 
 
 @dataclass(frozen=True)
@@ -234,7 +234,7 @@ class Engine:
             )
         plen = len(r.req.prompt) // self.page * self.page
         if self.split_prompt and 0 < plen < aligned:
-            # SGLang's prompt-boundary split (as in radix_evict.replay): the
+            # SGLang's prompt-boundary split (as in radix_evict.sim.replay): the
             # prompt part gets priority + 1 and a node boundary of its own.
             self.cache.insert(tokens[:plen], r.row[:plen], priority=r.req.priority + 1,
                               prev_prefix_len=plen, inserted_len=plen)
@@ -245,7 +245,7 @@ class Engine:
 
 
 def _default_device() -> torch.device:
-    from radix_evict.pool import default_device
+    from radix_evict.cache.pool import default_device
 
     return default_device()
 
@@ -262,8 +262,8 @@ def build_engine(
     ``pool_factory`` (KVPool's signature) lets a test pass a pool subclass,
     for instance one that poisons freed slots.
     """
-    from radix_evict.cache import RadixCache
-    from radix_evict.pool import KVPool, default_device
+    from radix_evict.cache.pool import KVPool, default_device
+    from radix_evict.cache.radix_cache import RadixCache
 
     dev = torch.device(device) if device is not None else default_device()
     model = TinyDecoder(model_config, seed=seed).to(device=dev, dtype=dtype)

@@ -99,8 +99,8 @@ TINY_PARAMS: dict[str, dict[str, Any]] = {
 
 
 def tiny_workload(name: str = "chat", seed: int = 0, **params: Any) -> Any:
-    """A named ``radix_evict.workloads`` workload, shrunk by ``TINY_PARAMS`` where known."""
-    from radix_evict.workloads import get_workload
+    """A named ``radix_evict.sim.workloads`` workload, shrunk by ``TINY_PARAMS`` where known."""
+    from radix_evict.sim.workloads import get_workload
 
     return get_workload(name, seed=seed, **{**TINY_PARAMS.get(name, {}), **params})
 

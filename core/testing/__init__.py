@@ -163,7 +163,7 @@ def radix_evict_plugin() -> Iterator[Callable[..., Any]]:
     the registry (reloaded with the plugin) and undoes the registration after
     the test.
     """
-    from radix_evict.registry import registry
+    from radix_evict.policies.registry import registry
 
     added: list[str] = []
 

@@ -26,13 +26,13 @@ import numbers
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from radix_evict.config import config_model_problems, lax_schema_spots
 from radix_evict.errors import ConfigProblem
-from radix_evict.policy import EvictionPolicy
+from radix_evict.policies.config import config_model_problems, lax_schema_spots
+from radix_evict.policies.contract import EvictionPolicy
 from radix_evict.testing.snapshots import NodeSnapshot, chain
 
 if TYPE_CHECKING:
-    from radix_evict.registry import PolicySpec, Registry
+    from radix_evict.policies.registry import PolicySpec, Registry
 
 DEFAULT_EXAMPLES = 60
 BOGUS_KEY = "radix_evict_conformance_unknown_key"
@@ -41,7 +41,7 @@ BOGUS_KEY = "radix_evict_conformance_unknown_key"
 def _reg(registry: Registry | None) -> Registry:
     if registry is not None:
         return registry
-    from radix_evict.registry import registry as default
+    from radix_evict.policies.registry import registry as default
 
     return default
 
@@ -419,7 +419,7 @@ class CacheHarness:
 
     # -- invariants
     def check(self) -> None:
-        from radix_evict.invariants import check_cache
+        from radix_evict.testing.invariants import check_cache
 
         cache, pool = self.cache, self.pool
         # Every slot free, or held by exactly one node; links, locks and sizes agree.

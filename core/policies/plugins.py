@@ -24,7 +24,7 @@ from typing import Any
 
 import pluggy
 
-from radix_evict import hookspecs
+from radix_evict.policies import hookspecs
 
 GROUP = "radix_evict.policies"
 ENV_VAR = "RADIX_EVICT_PLUGINS"

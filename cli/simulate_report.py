@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
-from radix_evict.replay import ReplayResult
+from radix_evict.sim.replay import ReplayResult
 
 from .output import num, pct
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from radix_evict.workloads.base import (
+from radix_evict.sim.workloads.base import (
     Session,
     SessionWorkload,
     Turn,
@@ -21,7 +21,7 @@ from radix_evict.workloads.base import (
     check_ordered,
     check_positive,
 )
-from radix_evict.workloads.common import (
+from radix_evict.sim.workloads.common import (
     ASSIST_HDR,
     DocParams,
     content,

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from radix_evict.replay import ReplayResult
+from radix_evict.sim.replay import ReplayResult
 
 from .errors import EXIT_USAGE, CliError
 

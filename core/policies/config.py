@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticUndefined
 
 from radix_evict.errors import ConfigProblem
-from radix_evict.policy import PolicyConfig
+from radix_evict.policies.contract import PolicyConfig
 
 ConfigInput: TypeAlias = "Mapping[str, Any] | str | PolicyConfig | None"
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from radix_evict.workloads.base import (
+from radix_evict.sim.workloads.base import (
     ASSIST_HDR,
     TOOL_HDR,
     USER_HDR,
@@ -31,7 +31,7 @@ from radix_evict.workloads.base import (
     check_ordered,
     check_positive,
 )
-from radix_evict.workloads.common import content, documents, length, round_pool, zipf_probs
+from radix_evict.sim.workloads.common import content, documents, length, round_pool, zipf_probs
 
 NAME = "agentic"
 SUMMARY = "long agent sessions with tool-call loops seconds apart and long human pauses"

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from radix_evict.replay import ReplayResult
+from radix_evict.sim.replay import ReplayResult
 
 Getter = Callable[[ReplayResult], float]
 

@@ -18,8 +18,8 @@ from radix_evict.engine import EngineResult, requests_from_workload, run_engine_
 from radix_evict.engine.loop import EngineRequest
 from radix_evict.engine.model import TinyConfig
 from radix_evict.engine.workload import default_pool_tokens, tiny_workload
-from radix_evict.replay import PolicyRun
-from radix_evict.workloads import Workload
+from radix_evict.sim.replay import PolicyRun
+from radix_evict.sim.workloads import Workload
 
 from .output import ProgressFn
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from radix_evict import registry
 from radix_evict.errors import ConfigProblem, PolicyConfigError
-from radix_evict.replay import DEFAULT_POLICIES, PolicyRun, as_runs
-from radix_evict.workloads import (
+from radix_evict.sim.replay import DEFAULT_POLICIES, PolicyRun, as_runs
+from radix_evict.sim.workloads import (
     WORKLOADS,
     TraceParams,
     Workload,

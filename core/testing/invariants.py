@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from radix_evict.cache import RadixCache
-from radix_evict.eviction import is_evictable_leaf
-from radix_evict.tree import TOKEN_BYTES
+from radix_evict.cache.eviction import is_evictable_leaf
+from radix_evict.cache.radix_cache import RadixCache
+from radix_evict.cache.tree import TOKEN_BYTES
 
 
 class InvariantError(AssertionError):

@@ -22,7 +22,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from radix_evict.config import (
+from radix_evict.errors import (
+    ConfigProblem,
+    PluginLoadError,
+    PolicyConfigError,
+    PolicyConflictError,
+    PolicyRegistrationError,
+)
+from radix_evict.policies.config import (
     ConfigInput,
     ConfigKey,
     config_model_problems,
@@ -31,14 +38,8 @@ from radix_evict.config import (
     suggest,
     validate_config,
 )
-from radix_evict.errors import (
-    ConfigProblem,
-    PluginLoadError,
-    PolicyConfigError,
-    PolicyConflictError,
-    PolicyRegistrationError,
-)
-from radix_evict.plugins import (
+from radix_evict.policies.contract import EvictionPolicy, NoConfig, PolicyConfig
+from radix_evict.policies.plugins import (
     ENV_VAR,
     GROUP,
     IN_PROCESS,
@@ -52,7 +53,6 @@ from radix_evict.plugins import (
     normalize_dist_name,
     select_plugins,
 )
-from radix_evict.policy import EvictionPolicy, NoConfig, PolicyConfig
 
 __all__ = [
     "ChoiceProblem",

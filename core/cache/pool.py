@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from mypy_extensions import mypyc_attr
 
-from radix_evict.allocator import Allocator
+from radix_evict.cache.allocator import Allocator
 
 __all__ = ["Allocator", "KVPool", "default_device"]
 

@@ -18,13 +18,11 @@ import numpy as np
 import torch
 from mypy_extensions import mypyc_attr
 
-from radix_evict.eviction import EvictionDriver
-from radix_evict.policy import EvictionPolicy
-from radix_evict.pool import Allocator
-from radix_evict.registry import registry
-from radix_evict.slots import SlotArray, SlotStorage
-from radix_evict.stats import CacheStats
-from radix_evict.tree import (
+from radix_evict.cache.eviction import EvictionDriver
+from radix_evict.cache.pool import Allocator
+from radix_evict.cache.slots import SlotArray, SlotStorage
+from radix_evict.cache.stats import CacheStats
+from radix_evict.cache.tree import (
     TOKEN_BYTES,
     TokenKey,
     TreeNode,
@@ -32,6 +30,8 @@ from radix_evict.tree import (
     common_prefix_len,
     key_view,
 )
+from radix_evict.policies.contract import EvictionPolicy
+from radix_evict.policies.registry import registry
 
 
 class MatchResult(NamedTuple):

@@ -1,6 +1,6 @@
 """The slot-allocator protocol the cache is written against.
 
-Kept apart from :mod:`radix_evict.pool` so the pool module can be compiled
+Kept apart from :mod:`radix_evict.cache.pool` so the pool module can be compiled
 (mypyc does not support ``runtime_checkable`` protocols) while the protocol
 stays usable with ``isinstance``.
 """

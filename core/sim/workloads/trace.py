@@ -6,7 +6,7 @@ and a prompt is its blocks' concatenation cut to ``input_length``, so requests
 that share leading hash ids share a token prefix. Output tokens are fresh ids,
 never repeated, so outputs are never hit. Every request has priority 0.
 Requests arrive at their timestamps and finish after the service time of
-:func:`radix_evict.workloads.base.service_time`.
+:func:`radix_evict.sim.workloads.base.service_time`.
 
 Every line is checked when the file is read; a bad one raises TraceError
 naming the file, the 1-based line number and what is wrong.
@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from radix_evict.errors import RadixEvictError
-from radix_evict.workloads.base import (
+from radix_evict.sim.workloads.base import (
     Event,
     Request,
     Workload,

@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from radix_evict.workloads import agentic, chat, hot_set, popularity_shift, priority_tiers
-from radix_evict.workloads.base import (
+from radix_evict.sim.workloads import agentic, chat, hot_set, popularity_shift, priority_tiers
+from radix_evict.sim.workloads.base import (
     Event,
     Request,
     Session,
@@ -30,7 +30,7 @@ from radix_evict.workloads.base import (
     suggest_tlru,
     tlru_threshold_rule,
 )
-from radix_evict.workloads.trace import (
+from radix_evict.sim.workloads.trace import (
     MooncakeTrace,
     TraceError,
     TraceFileError,

@@ -1,6 +1,6 @@
 """Which policy to run, and one honest sentence saying why, with the numbers.
 
-The rule itself is the core's (:mod:`radix_evict.winner`: highest hit rate,
+The rule itself is the core's (:mod:`radix_evict.sim.winner`: highest hit rate,
 near-ties to a clearly lower p99 tail); this module explains its choice. When
 lru, SGLang's default, wins, the sentence says so plainly: switching policies
 would not help.
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from radix_evict.winner import NEAR_TIE, Scored, choose_winner
-from radix_evict.winner import WINNER_RULE as RULE
+from radix_evict.sim.winner import NEAR_TIE, Scored, choose_winner
+from radix_evict.sim.winner import WINNER_RULE as RULE
 
 DEFAULT_POLICY = "lru"
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from radix_evict.tree import TreeNode
+    from radix_evict.cache.tree import TreeNode
 
 Score = float | int | tuple[Any, ...]
 

@@ -30,13 +30,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from radix_evict.cache import RadixCache
-from radix_evict.config import parse_json_config
+from radix_evict.cache.pool import KVPool
+from radix_evict.cache.radix_cache import RadixCache
 from radix_evict.errors import PolicyConfigError, RadixEvictError
-from radix_evict.parallel import run_jobs
-from radix_evict.pool import KVPool
-from radix_evict.winner import WINNER_RULE, choose_winner
-from radix_evict.workloads import Request, Workload, get_workload
+from radix_evict.policies.config import parse_json_config
+from radix_evict.sim.parallel import run_jobs
+from radix_evict.sim.winner import WINNER_RULE, choose_winner
+from radix_evict.sim.workloads import Request, Workload, get_workload
 
 ProgressFn = Callable[[int, int], None]
 
@@ -508,7 +508,7 @@ def replay_policies(
     """Replay one workload once per policy (x config); progress spans all of them.
 
     ``workers`` > 1 runs the policies in parallel processes (None: as many
-    as :func:`radix_evict.parallel.plan_workers` picks for this machine); the
+    as :func:`radix_evict.sim.parallel.plan_workers` picks for this machine); the
     figures are the same either way.
     """
     runs = as_runs(policies)
@@ -520,7 +520,7 @@ def replay_policies(
 
 
 def pick_winner(results: Sequence[ReplayResult]) -> ReplayResult:
-    """The best of ``results`` by :data:`~radix_evict.winner.WINNER_RULE`."""
+    """The best of ``results`` by :data:`~radix_evict.sim.winner.WINNER_RULE`."""
     return choose_winner(results)[0]
 
 

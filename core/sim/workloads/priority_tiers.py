@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from radix_evict.workloads.base import (
+from radix_evict.sim.workloads.base import (
     Session,
     SessionWorkload,
     check_integers,
     check_ordered,
     check_positive,
 )
-from radix_evict.workloads.common import DocParams, documents, question, round_pool, zipf_probs
+from radix_evict.sim.workloads.common import DocParams, documents, question, round_pool, zipf_probs
 
 NAME = "priority-tiers"
 SUMMARY = "tenants of priority 0..n-1 competing for one pool; hit rate per tier"

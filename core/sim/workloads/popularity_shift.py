@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from radix_evict.workloads.base import (
+from radix_evict.sim.workloads.base import (
     Session,
     SessionWorkload,
     check_fraction,
@@ -20,7 +20,7 @@ from radix_evict.workloads.base import (
     check_ordered,
     check_positive,
 )
-from radix_evict.workloads.common import DocParams, documents, question, round_pool, zipf_probs
+from radix_evict.sim.workloads.common import DocParams, documents, question, round_pool, zipf_probs
 
 NAME = "popularity-shift"
 SUMMARY = "a hot set of documents that is replaced part-way through (stale popularity)"

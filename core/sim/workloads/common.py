@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from radix_evict.workloads.base import (
+from radix_evict.sim.workloads.base import (
     ASSIST_HDR,
     FIRST_CONTENT_TOKEN,
     USER_HDR,

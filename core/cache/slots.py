@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from radix_evict.pool import Allocator, KVPool
+from radix_evict.cache.pool import Allocator, KVPool
 
 SlotArray = np.ndarray | torch.Tensor
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from radix_evict.policy import EvictionPolicy
-from radix_evict.tree import TreeNode
+from radix_evict.cache.tree import TreeNode
+from radix_evict.policies.contract import EvictionPolicy
 
 # (score, last_access_time, seq, node), a tuple score spliced in: (*score, time, seq, node)
 HeapEntry = tuple[Any, ...]

@@ -13,14 +13,14 @@ import importlib
 import os
 from importlib.machinery import EXTENSION_SUFFIXES
 
-COMPILED_MODULES: tuple[str, ...] = ("tree", "eviction", "slots", "pool", "cache")
+COMPILED_MODULES: tuple[str, ...] = ("tree", "eviction", "slots", "pool", "radix_cache")
 
 # A wheel install writes sources and extensions moments apart; an edit comes later.
 STALE_AFTER_S = 10.0
 
 
 def _module_file(name: str) -> str:
-    return str(importlib.import_module(f"radix_evict.{name}").__file__ or "")
+    return str(importlib.import_module(f"radix_evict.cache.{name}").__file__ or "")
 
 
 def compiled_modules() -> list[str]:
