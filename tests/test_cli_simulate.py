@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from conftest import run_cli
 
 from radix_evict import registry
-from radix_evict.cli import app
 from radix_evict.cli.simulate_recommend import recommend
 from radix_evict.sim.workloads import get_workload
 
@@ -25,7 +24,7 @@ pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
 
 def run(*args: str) -> Any:
-    return CliRunner().invoke(app, ["simulate", *args])
+    return run_cli("simulate", *args)
 
 
 def run_json(*args: str) -> dict[str, Any]:
