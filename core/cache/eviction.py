@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import numbers
+from collections.abc import Callable
 from typing import Any
 
 from radix_evict.cache.tree import TOKEN_BYTES, TreeNode
@@ -55,13 +56,15 @@ class EvictionDriver:
     """
 
     def __init__(
-        self, policy: EvictionPolicy, page_size: int, distribution: str | None = None
+        self, policy: EvictionPolicy[Any], page_size: int, distribution: str | None = None
     ) -> None:
         self.policy = policy
         self.distribution = distribution
         origin = f" from {distribution}" if distribution else ""
         self.label = f"policy {policy.name!r}{origin}"
-        self._score = policy.score
+        # Typed as returning Any: a compiled build must not coerce (and reject) the
+        # result before _entry checks it and names the policy.
+        self._score: Callable[[TreeNode], Any] = policy.score
         self._rescore_every_evict = bool(policy.volatile_score)
         self._page_bytes = page_size * TOKEN_BYTES
         self._heap: list[_Entry] = []
