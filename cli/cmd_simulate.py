@@ -214,11 +214,11 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
     _write_extras(plot, metrics, draw, m.results)
 
 
-def _run_engine(name: str, params: dict[str, Any], runs: list[PolicyRun], *,
+def _run_engine(setup: tuple[Workload, list[Any]], runs: list[PolicyRun], *,
                 pool_tokens: int | None, page_size: int, seed: int, device: str,
                 baseline: bool, json_out: bool, progress: bool) -> None:
     """--model tiny: real K/V through the tiny decoder, measured TTFT per policy."""
-    from .simulate_engine import run_engine, tiny_setup
+    from .simulate_engine import run_engine
 
     if _device_name(device) == "cuda":
         import torch
@@ -226,7 +226,9 @@ def _run_engine(name: str, params: dict[str, Any], runs: list[PolicyRun], *,
         if not torch.cuda.is_available():
             raise CliError("--device cuda: no CUDA device is available (use --device cpu)",
                            EXIT_USAGE)
-    wl, requests = tiny_setup(name, seed, params)
+    wl, requests = setup
+    if not requests:
+        raise CliError(f"{wl.name}: no request left to replay after shrinking", EXIT_USAGE)
     dev = None if device == "auto" else device
     output.note(f"model tiny on {_device_name(device)}: workload {wl.name} shrunk to "
                 f"{len(requests)} requests")
@@ -271,8 +273,17 @@ ParamOpt = Annotated[list[str] | None, typer.Option(
     help="Workload parameter KEY=VALUE or WORKLOAD.KEY=VALUE (repeatable), e.g. convs=50.")]
 TraceOpt = Annotated[Path | None, typer.Option(
     "--trace",
-    help="Mooncake JSONL trace ({timestamp, input_length, output_length, hash_ids}, 512-token "
-         "blocks); default pool 4,000,000 tokens.")]
+    help="JSONL trace: Mooncake (512-token blocks), Alibaba Bailian/Qwen (16-token blocks, "
+         "linked turns) or ServeGen offline, detected from the first record (see "
+         "--trace-format); default pool 4,000,000 tokens.")]
+TraceFormatOpt = Annotated[str, typer.Option(
+    "--trace-format",
+    help="With --trace: 'auto' (detect from the first record) or an installed format: "
+         "mooncake, bailian, servegen, or one a package adds (entry points "
+         "radix_evict.trace_formats).")]
+BlockSizeOpt = Annotated[int | None, typer.Option(
+    "--block-size", min=1,
+    help="With --trace: tokens per hash_id block (default: the format's; ServeGen needs it).")]
 PoolOpt = Annotated[int | None, typer.Option(
     "--pool-tokens", min=1, help="KV pool size in tokens (default: the workload's).")]
 PageOpt = Annotated[int, typer.Option("--page-size", min=1, help="Tokens per KV page.")]
@@ -311,6 +322,8 @@ def simulate(
     workload: WorkloadOpt = None,
     param: ParamOpt = None,
     trace: TraceOpt = None,
+    trace_format: TraceFormatOpt = "auto",
+    block_size: BlockSizeOpt = None,
     pool_tokens: PoolOpt = None,
     page_size: PageOpt = 1,
     seed: SeedOpt = 0,
@@ -342,6 +355,8 @@ def simulate(
         raise CliError(f"--device {device!r}: use auto, cpu or cuda", EXIT_USAGE)
     _check_output(plot, "--plot", PLOT_SUFFIXES)
     _check_output(metrics, "--enable-metrics")
+    if trace is None and (trace_format != "auto" or block_size is not None):
+        raise CliError("--trace-format and --block-size go with --trace", EXIT_USAGE)
     params = parse_params(param or [])
     name = workload or DEFAULT_WORKLOAD
     if model is not None:
@@ -349,20 +364,25 @@ def simulate(
 
         if model not in MODELS:
             raise CliError(f"--model {model!r}: models: {', '.join(MODELS)}", EXIT_USAGE)
-        if trace is not None or len(workload_list(name)) != 1:
-            raise CliError("--model tiny replays one built-in workload (no --trace, no 'all')",
+        if trace is None and len(workload_list(name)) != 1:
+            raise CliError("--model tiny replays one workload or one trace (no 'all')",
                            EXIT_USAGE)
         if plot is not None or metrics is not None or oracle:
             raise CliError("--plot, --enable-metrics and --oracle are for token replays, "
                            "not --model", EXIT_USAGE)
         runs = build_runs(policy, config)
-        _run_engine(name, params_for(name, params, all_mode=False), runs,
+        from .simulate_engine import tiny_setup, tiny_trace_setup
+
+        setup = (tiny_trace_setup(build_trace(trace, params, trace_format, block_size))
+                 if trace is not None else
+                 tiny_setup(name, seed, params_for(name, params, all_mode=False)))
+        _run_engine(setup, runs,
                     pool_tokens=pool_tokens, page_size=page_size, seed=seed, device=device,
                     baseline=baseline, json_out=json_out, progress=progress)
         return
     if trace is not None:
         runs = build_runs(policy, config)
-        wl = build_trace(trace, params)
+        wl = build_trace(trace, params, trace_format, block_size)
         wls = [wl]
     else:
         wls = build_workloads(name, params, seed)
