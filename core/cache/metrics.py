@@ -54,7 +54,9 @@ CACHE_METRICS: tuple[CacheMetric, ...] = (
 )
 
 
-def metric_family(name: str, kind: Kind, help_text: str, labels: Sequence[str]) -> Metric:
+def metric_family(
+    name: str, kind: Kind, help_text: str, labels: Sequence[str]
+) -> GaugeMetricFamily | CounterMetricFamily:
     """An empty gauge or counter family with these label names."""
     if kind == "gauge":
         return GaugeMetricFamily(name, help_text, labels=list(labels))
