@@ -6,3 +6,10 @@ allocator protocol (``pool``, ``allocator``), the eviction driver
 counters (``stats``) and the list of modules the install compiles
 (``compiled``). Nothing here names a policy.
 """
+
+import os
+
+from radix_evict.cache.compiled import PURE_ENV, prefer_interpreted
+
+if os.environ.get(PURE_ENV, "0") not in ("", "0"):
+    prefer_interpreted()

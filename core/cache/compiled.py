@@ -10,10 +10,19 @@ finds such extensions and importing ``radix_evict`` warns about them.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
 import os
-from importlib.machinery import EXTENSION_SUFFIXES
+import sys
+from collections.abc import Sequence
+from importlib.machinery import EXTENSION_SUFFIXES, ModuleSpec
+from types import ModuleType
 
 COMPILED_MODULES: tuple[str, ...] = ("args", "tree", "eviction", "slots", "pool", "radix_cache")
+
+# Set to 1, the interpreted modules are imported even where compiled ones are installed
+# (the test suite runs the cache's tests on both builds this way).
+PURE_ENV = "RADIX_EVICT_PURE_PYTHON"
 
 # A wheel install writes sources and extensions moments apart; an edit comes later.
 STALE_AFTER_S = 10.0
@@ -47,3 +56,26 @@ def describe() -> str:
     if len(done) == len(COMPILED_MODULES):
         return "compiled (mypyc)"
     return f"partly compiled (mypyc: {', '.join(done)})"
+
+
+class _SourceFirst(importlib.abc.MetaPathFinder):
+    """Finds the ``.py`` of a compiled module, ahead of the extension beside it."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        package, _, name = fullname.rpartition(".")
+        if package != "radix_evict.cache" or name not in COMPILED_MODULES:
+            return None
+        return importlib.util.spec_from_file_location(
+            fullname, os.path.join(self.folder, f"{name}.py")
+        )
+
+
+def prefer_interpreted() -> None:
+    """Import the interpreted hot-path modules from now on (before they are first imported)."""
+    if not any(isinstance(f, _SourceFirst) for f in sys.meta_path):
+        sys.meta_path.insert(0, _SourceFirst(os.path.dirname(os.path.abspath(__file__))))

@@ -51,16 +51,21 @@ def _is_real(x: object) -> bool:
 class EvictionDriver:
     """Orders evictable leaves by ``(score, last_access_time)``, lowest first.
 
-    ``distribution`` (with its version and entry point, as the registry names
-    it) is where the policy came from; errors name it with the policy.
+    ``source`` says where the policy came from (``dist version (entry point
+    'ep')``, as the registry names it) and ``distribution`` which distribution
+    that is; errors name both with the policy.
     """
 
     def __init__(
-        self, policy: EvictionPolicy[Any], page_size: int, distribution: str | None = None
+        self,
+        policy: EvictionPolicy[Any],
+        page_size: int,
+        source: str | None = None,
+        distribution: str | None = None,
     ) -> None:
         self.policy = policy
         self.distribution = distribution
-        origin = f" from {distribution}" if distribution else ""
+        origin = f" from {source}" if source else ""
         self.label = f"policy {policy.name!r}{origin}"
         # Typed as returning Any: a compiled build must not coerce (and reject) the
         # result before _entry checks it and names the policy.
@@ -102,7 +107,9 @@ class EvictionDriver:
         try:
             score: Any = self._score(node)
         except Exception as e:
-            raise self._error(f"score() raised {type(e).__name__}: {e}") from e
+            err = self._error(f"score() raised {type(e).__name__}: {e}")
+            err.__cause__ = e  # set by hand: a compiled build drops ``raise ... from e``
+            raise err
         if seq == 0:
             self._seq += 1
             seq = self._seq
@@ -110,8 +117,13 @@ class EvictionDriver:
         if t is float or t is int:  # the fast path: one type test (and a NaN test)
             if score == score and self._width == 0:
                 return (score, node.last_access_time, seq, node)
-        elif t is tuple and len(score) == self._width and all(_is_real(x) for x in score):
-            return (*score, node.last_access_time, seq, node)
+        elif t is tuple and len(score) == self._width and self._width > 0:
+            for x in score:  # items: one type test each in the usual case
+                tx = type(x)
+                if tx is not int and not (tx is float and x == x) and not _is_real(x):
+                    break
+            else:
+                return (*score, node.last_access_time, seq, node)
         self._check_score(score)
         if type(score) is tuple:
             return (*score, node.last_access_time, seq, node)

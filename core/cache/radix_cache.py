@@ -17,7 +17,7 @@ import torch
 from mypy_extensions import mypyc_attr
 
 from radix_evict.cache.args import check_int
-from radix_evict.cache.eviction import EvictionDriver
+from radix_evict.cache.eviction import EvictionDriver, is_evictable_leaf
 from radix_evict.cache.pool import Allocator
 from radix_evict.cache.slots import SlotStorage
 from radix_evict.cache.stats import CacheStats
@@ -39,6 +39,17 @@ class MatchResult(NamedTuple):
     prefix_len: int
     indices: torch.Tensor
     last_node: TreeNode
+
+
+class _Split:
+    """What a split changed in the node it split: enough to undo it."""
+
+    def __init__(self, node: TreeNode) -> None:
+        self.node = node
+        self.key_bytes = node.key_bytes
+        self.value: Any = node.value
+        self.num_tokens = node.num_tokens
+        self.last_access_time = node.last_access_time
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # engines and tests subclass it
@@ -80,7 +91,13 @@ class RadixCache:
         self.device = self._slot_device.device
         self.stats = CacheStats()
         self._empty = torch.empty((0,), dtype=torch.int64, device=self.device)
-        self._driver = EvictionDriver(self.policy, pool_page, registry.source_of(self.policy))
+        spec = registry.spec_of(self.policy)
+        self._driver = EvictionDriver(
+            self.policy,
+            pool_page,
+            spec.source if spec is not None else None,
+            spec.distribution if spec is not None else None,
+        )
         self._clock = 0
         self._init_tree()
 
@@ -112,11 +129,10 @@ class RadixCache:
         arr = as_token_array(tokens)
         P = self.page_size
         n = len(arr) // P * P
-        st = self.stats
-        st.match_calls += 1
-        st.queried_tokens += len(arr)
         root = self._root
+        clock0 = self._clock
         path: list[TreeNode] = []
+        split: _Split | None = None
         off = 0
         if n:
             kv = key_view(arr, n)
@@ -135,25 +151,45 @@ class RadixCache:
                     off = end
                     continue
                 m = common_prefix_len(ck, kv, off) // P * P
+                split = _Split(child)
                 node = self._split(child, m)
                 path.append(node)
                 off += m * TOKEN_BYTES
                 break
-        # Stamp root..last in ascending order: deeper nodes count as more recent.
-        t = self._clock
-        root.last_access_time = t
-        for i, x in enumerate(path, 1):
-            x.last_access_time = t + i
-        self._clock = t + len(path) + 1
+        # The one node whose score may change: the tail of a split, else the last node.
+        offered = split.node if split is not None else (path[-1] if path else None)
+        if offered is not None and is_evictable_leaf(offered):
+            times = [x.last_access_time for x in path]
+            root_time = root.last_access_time
+            self._stamp(path, self._clock)
+            try:
+                self._driver.offer(offered)
+            except BaseException:
+                for x, t in zip(path, times, strict=True):
+                    x.last_access_time = t
+                root.last_access_time = root_time
+                if split is not None:
+                    self._unsplit(split)
+                self._clock = clock0
+                raise
+        else:
+            self._stamp(path, self._clock)
+        st = self.stats
+        st.match_calls += 1
+        st.queried_tokens += len(arr)
         if not path:
             return MatchResult(0, self._empty, root)
-        last = path[-1]
-        if not last.children:
-            self._driver.offer(last)
         hit = off // TOKEN_BYTES
         st.hit_tokens += hit
         indices = self._slots.to_tensor([x.value for x in path])
-        return MatchResult(hit, indices, last)
+        return MatchResult(hit, indices, path[-1])
+
+    def _stamp(self, path: list[TreeNode], t: int) -> None:
+        """Stamp root..last in ascending order from ``t``: deeper nodes count as more recent."""
+        self._root.last_access_time = t
+        for i, x in enumerate(path, 1):
+            x.last_access_time = t + i
+        self._clock = t + len(path) + 1
 
     # ----------------------------------------------------------------- insert
     def insert(
@@ -189,11 +225,13 @@ class RadixCache:
         if P > 1:
             # insert never reads indices[:prev] (the caller's locked prefix, already cached)
             self._slots.check_pages(indices, prev, n)
-        self.stats.insert_calls += 1
-        clock = self._clock + 1
+        clock0 = self._clock
         root = self._root
+        root_time = root.last_access_time
+        clock = clock0 + 1
         root.last_access_time = clock
         if n == 0:
+            self.stats.insert_calls += 1
             self._clock = clock
             return 0
         kv = key_view(arr, n)
@@ -201,63 +239,92 @@ class RadixCache:
         pb = P * TOKEN_BYTES
         node = root
         off = 0
-        while off < nb:
-            child = node.children.get(kv[off : off + pb].tobytes())
-            if child is None:
-                break
-            clock += 1
-            child.last_access_time = clock
-            ck = child.key_bytes
-            end = off + len(ck)
-            if end <= nb and ck.startswith(kv[off:end]):
-                off = end
+        # What this call changed, so that a raise (a policy's score, a bad page) undoes it.
+        touched: list[tuple[TreeNode, int, int, int]] = []
+        split: _Split | None = None
+        leaf: TreeNode | None = None
+        raised: list[tuple[TreeNode, int]] = []
+        try:
+            while off < nb:
+                child = node.children.get(kv[off : off + pb].tobytes())
+                if child is None:
+                    break
+                touched.append((child, child.last_access_time, child.priority, child.hit_count))
+                clock += 1
+                child.last_access_time = clock
+                ck = child.key_bytes
+                end = off + len(ck)
+                if end <= nb and ck.startswith(kv[off:end]):
+                    off = end
+                else:
+                    self._clock = clock
+                    m = common_prefix_len(ck, kv, off) // P * P
+                    split = _Split(child)
+                    child = self._split(child, m)
+                    clock = self._clock
+                    off += m * TOKEN_BYTES
+                if child.priority < prio:
+                    child.priority = prio
+                if off > done * TOKEN_BYTES:
+                    child.hit_count += 1
+                node = child
+            matched = off // TOKEN_BYTES
+            if matched < prev and P > 1:
+                # The caller's prefix was not all cached (it was not kept locked): the new
+                # leaf takes slots from indices[:prev] too, so they need the same check.
+                self._slots.check_pages(indices, matched, min(prev, n))
+            if matched < n:
+                leaf = TreeNode(
+                    node, kv[off:].tobytes(), self._slots.take(indices, matched, n), clock + 1, prio
+                )
+                leaf.creation_time = clock + 2
+                clock += 2
+                if n > done:
+                    leaf.hit_count = 1
+                node.children[leaf.key_bytes[:pb]] = leaf
+                depth = leaf.prefix_len
+                x: TreeNode | None = node
+                while x is not None and x.history_len < depth:
+                    raised.append((x, x.history_len))
+                    x.history_len = depth
+                    x = x.parent
+            # Scored last, once the tree is final: the tail a split left behind, and the
+            # new leaf (or the fully matched node).
+            last = leaf if leaf is not None else node
+            if split is None:
+                self._driver.offer(last)
             else:
-                self._clock = clock
-                m = common_prefix_len(ck, kv, off) // P * P
-                child = self._split(child, m)
-                clock = self._clock
-                off += m * TOKEN_BYTES
-            if child.priority < prio:
-                child.priority = prio
-            if off > done * TOKEN_BYTES:
-                child.hit_count += 1
-            node = child
-        matched = off // TOKEN_BYTES
-        if matched < prev and P > 1:
-            # The caller's prefix was not all cached (it was not kept locked): the new
-            # leaf takes slots from indices[:prev] too, so they need the same check.
-            self._slots.check_pages(indices, matched, min(prev, n))
-        if matched < n:
-            leaf = TreeNode(
-                node, kv[off:].tobytes(), self._slots.take(indices, matched, n), clock + 1, prio
-            )
-            leaf.creation_time = clock + 2
-            clock += 2
-            if n > done:
-                leaf.hit_count = 1
-            node.children[leaf.key_bytes[:pb]] = leaf
-            depth = leaf.prefix_len
-            x: TreeNode | None = node
-            while x is not None and x.history_len < depth:
-                x.history_len = depth
-                x = x.parent
+                self._driver.offer(split.node, last)
+        except BaseException:
+            if leaf is not None:
+                del node.children[leaf.key_bytes[:pb]]
+                for x, old in reversed(raised):
+                    x.history_len = old
+            if split is not None:
+                self._unsplit(split)
+            for x, t, p, h in reversed(touched):
+                x.last_access_time, x.priority, x.hit_count = t, p, h
+            root.last_access_time = root_time
+            self._clock = clock0
+            raise
+        st = self.stats
+        st.insert_calls += 1
+        if leaf is not None:
             self._evictable += n - matched
             self._num_nodes += 1
-            self.stats.inserted_tokens += n - matched
-            self._driver.offer(leaf)
-        elif not node.children:
-            self._driver.offer(node)
+            st.inserted_tokens += n - matched
         self._clock = clock
         if matched > prev:
             self.pool.free(indices[prev:matched])
-            self.stats.duplicate_tokens_freed += matched - prev
+            st.duplicate_tokens_freed += matched - prev
         return matched
 
     def _split(self, child: TreeNode, m: int) -> TreeNode:
         """Split ``child`` after ``m`` tokens; the new parent takes the head.
 
         The original node object keeps the tail, so a lock handle on it stays
-        valid. The new parent inherits what describes the shared prefix.
+        valid. The new parent inherits what describes the shared prefix. The
+        caller offers the tail to the driver once its own changes are done.
         """
         parent = child.parent
         assert parent is not None and 0 < m < child.num_tokens
@@ -279,58 +346,80 @@ class RadixCache:
         head.children[child.key_bytes[:pb]] = child
         parent.children[ck[:pb]] = head
         self._num_nodes += 1
-        if not child.children:
-            self._driver.offer(child)
         return head
 
+    def _unsplit(self, split: _Split) -> None:
+        """Undo :meth:`_split`: the tail takes its head back (the head is dropped)."""
+        child = split.node
+        head = child.parent
+        assert head is not None and head.parent is not None
+        pb = self.page_size * TOKEN_BYTES
+        head.parent.children[split.key_bytes[:pb]] = child
+        child.parent = head.parent
+        child.key_bytes = split.key_bytes
+        child.value = split.value
+        child.num_tokens = split.num_tokens
+        child.last_access_time = split.last_access_time
+        head.parent = None
+        self._num_nodes -= 1
+
     # ------------------------------------------------------------------ locks
-    def inc_lock_ref(self, node: TreeNode) -> None:
+    # Node arguments are annotated ``TreeNode | Any`` and checked here, so that a
+    # compiled build raises the interpreted build's error for a non-node.
+    def inc_lock_ref(self, node: TreeNode | Any) -> None:
         """Protect ``node`` and its ancestors from eviction."""
         root = self._root
         if type(node) is not TreeNode and not isinstance(node, TreeNode):
             raise self._foreign_node("inc_lock_ref", node)
+        start: TreeNode = node
         moved = 0
-        x = node
+        x = start
         while x is not root:
             if x.lock_ref == 0:
                 moved += x.num_tokens
             x.lock_ref += 1
             parent = x.parent
             if parent is None:
-                self._undo_lock_walk(node, x, +1)
+                self._undo_lock_walk(start, x, +1)
                 raise self._foreign_node("inc_lock_ref", node)
             x = parent
         self._evictable -= moved
         self._protected += moved
 
-    def dec_lock_ref(self, node: TreeNode) -> None:
+    def dec_lock_ref(self, node: TreeNode | Any) -> None:
         """Undo one ``inc_lock_ref(node)``."""
         root = self._root
         if node is root:
             return
-        if not isinstance(node, TreeNode):
+        if type(node) is not TreeNode and not isinstance(node, TreeNode):
             raise self._foreign_node("dec_lock_ref", node)
-        if node.lock_ref <= 0:
+        start: TreeNode = node
+        if start.lock_ref <= 0:
             raise ValueError("dec_lock_ref: node is not locked (unlocked more often than locked)")
         moved = 0
-        x = node
+        x = start
         while x is not root:
             x.lock_ref -= 1
             if x.lock_ref == 0:
                 moved += x.num_tokens
             parent = x.parent
             if parent is None:
-                self._undo_lock_walk(node, x, -1)
+                self._undo_lock_walk(start, x, -1)
                 raise self._foreign_node("dec_lock_ref", node)
+            last = x
             x = parent
+        if not start.children:
+            try:
+                self._driver.offer(start)
+            except BaseException:
+                self._undo_lock_walk(start, last, -1)
+                raise
         self._evictable += moved
         self._protected -= moved
-        if not node.children:
-            self._driver.offer(node)
 
     @staticmethod
     def _undo_lock_walk(start: TreeNode, last: TreeNode, delta: int) -> None:
-        """Roll back a lock walk that found ``start`` is not in this tree."""
+        """Roll back a lock walk from ``start`` up to ``last``, both included."""
         x: TreeNode | None = start
         while x is not None:
             x.lock_ref -= delta
@@ -393,10 +482,12 @@ class RadixCache:
             stack.extend(x.children.values())
         return out
 
-    def node_slots(self, node: TreeNode) -> torch.Tensor:
+    def node_slots(self, node: TreeNode | Any) -> torch.Tensor:
         """The KV slots ``node`` holds, one per token (nodes store one entry per page)."""
         if node is self._root:
             return self._empty
+        if type(node) is not TreeNode and not isinstance(node, TreeNode):
+            raise self._foreign_node("node_slots", node)
         return self._slots.to_tensor([node.value])
 
     def evictable_leaves(self) -> list[TreeNode]:

@@ -458,8 +458,8 @@ class Registry:
             raise PolicyConfigError.from_problems(name, problems)
         return cfg
 
-    def source_of(self, policy: EvictionPolicy) -> str | None:
-        """Where ``policy``'s class was registered from, for error messages; None if unknown.
+    def spec_of(self, policy: EvictionPolicy[Any]) -> PolicySpec | None:
+        """The spec that registered ``policy``'s class (errors name its source); None if none.
 
         Asks nothing of a registry that has not loaded yet: a policy built by
         hand is no reason to import every plugin.
@@ -469,7 +469,7 @@ class Registry:
         kind = type(policy)
         for spec in self._state.specs.values():
             if spec.policy is kind:
-                return spec.source
+                return spec
         return None
 
     def load_policy(self, name: str, config: ConfigInput | Any = None) -> EvictionPolicy:
