@@ -109,7 +109,7 @@ class EvictionDriver:
         except Exception as e:
             err = self._error(f"score() raised {type(e).__name__}: {e}")
             err.__cause__ = e  # set by hand: a compiled build drops ``raise ... from e``
-            raise err
+            raise err from e
         if seq == 0:
             self._seq += 1
             seq = self._seq
