@@ -108,7 +108,7 @@ def test_every_cli_command_and_option_is_documented() -> None:
     page = _committed(gen.CLI_PAGE)
     group = gen.cli_command()
     names = gen.cli_commands(group)
-    assert {"list", "show", "validate", "lint", "schema", "simulate"} <= set(names)
+    assert {"list", "show", "validate", "lint", "schema", "simulate", "sweep"} <= set(names)
     root = gen._context(group, gen.PROG)
     for name in names:
         assert f"\n## `radix-evict {name}`\n" in page, f"command {name!r} is undocumented"

@@ -152,9 +152,25 @@ def _failure(exc: BaseException) -> JobFailed:
     return JobFailed(f"{type(exc).__name__}: {exc}")
 
 
+def _start_shielded(proc: Any) -> None:
+    """Fork ``proc`` with SIGINT held back, so Ctrl-C during the fork is not lost.
+
+    A KeyboardInterrupt raised inside fork's at-fork handlers is swallowed
+    ("Exception ignored"); blocked, the signal waits and arrives just after.
+    The child starts with it blocked too, and ignores it before unblocking.
+    """
+    held = {signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        proc.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+
+
 def _stream_child(i: int, conn: connection.Connection) -> None:
     # Ctrl-C reaches the whole process group; the parent alone decides what stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _single_threaded_torch()
     try:
         out: Any = _jobs[i](_report_to(i))
@@ -205,15 +221,16 @@ def stream_jobs(
     Outcomes come as jobs finish, not in job order. A fork per job costs ~ms,
     and isolates jobs: one that raises, or a worker that dies (killed, out of
     memory, a crashing extension), yields a JobFailed and the rest go on.
-    ``workers`` defaults to the usable cores. Stopping the iteration (or
-    Ctrl-C while waiting) kills the workers still running; what was yielded
-    stays yielded. Without ``fork`` or with one worker the jobs run here, in
-    order, with the same failure reporting (but a crash ends this process).
+    ``workers`` defaults to the usable cores; one worker still forks, so a
+    crash stays a failed job. Stopping the iteration (or Ctrl-C while
+    waiting) kills the workers still running; what was yielded stays
+    yielded. Without ``fork`` the jobs run here, in order, with the same
+    failure reporting (but a crash ends this process).
     """
     global _jobs, _done
     total = sum(sizes)
-    n = min(len(jobs), usable_cores() if workers is None else max(1, workers))
-    if n <= 1 or "fork" not in mp.get_all_start_methods():
+    n = max(1, min(len(jobs), usable_cores() if workers is None else workers))
+    if "fork" not in mp.get_all_start_methods():
         offset = 0
         for i, (job, size) in enumerate(zip(jobs, sizes, strict=True)):
             report = None
@@ -236,7 +253,7 @@ def stream_jobs(
             while started < len(jobs) and len(running) < n:
                 recv, send = ctx.Pipe(duplex=False)
                 proc = ctx.Process(target=_stream_child, args=(started, send), daemon=True)
-                proc.start()
+                _start_shielded(proc)
                 send.close()
                 running[started] = (proc, recv)
                 started += 1
@@ -250,7 +267,8 @@ def stream_jobs(
                 finished[i] = True
                 yield i, outcome
             if progress is not None:
-                done = sum(s if f else _done[i] for i, (s, f) in enumerate(zip(sizes, finished)))
+                done = sum(size if end else _done[i]
+                           for i, (size, end) in enumerate(zip(sizes, finished, strict=True)))
                 progress(min(done, total), total)
     finally:
         for proc, conn in running.values():

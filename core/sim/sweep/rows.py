@@ -62,7 +62,7 @@ def _coordinates(cell: Cell) -> dict[str, Any]:
 
 def result_row(cell: Cell, result: ReplayResult, replay_s: float) -> dict[str, Any]:
     """The row of a cell that ran; ``config`` is what the replay used (tlru's derived one too)."""
-    row = {name: None for name in ROW_FIELDS}
+    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
     row.update(_coordinates(cell))
     row.update({
         "config": result.policy_config,
@@ -85,7 +85,7 @@ def result_row(cell: Cell, result: ReplayResult, replay_s: float) -> dict[str, A
 
 def error_row(cell: Cell, error: str) -> dict[str, Any]:
     """The row of a cell that failed: its coordinates, ``status`` error and the message."""
-    row = {name: None for name in ROW_FIELDS}
+    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
     row.update(_coordinates(cell))
     row.update({"status": ERROR, "error": error})
     return row

@@ -36,7 +36,7 @@ def local_executor(workers: int | None = None) -> Executor:
 
 
 def ray_executor(address: str | None = "auto") -> Executor:
-    """Ray tasks on the cluster at ``address`` (see :func:`~radix_evict.sim.sweep.ray_executor.run_ray`)."""
+    """Ray tasks on the cluster at ``address`` (see ``ray_executor.run_ray``)."""
     from radix_evict.sim.sweep.ray_executor import import_ray, run_ray
 
     import_ray()  # fail now, before the workloads are built, if Ray is missing

@@ -39,7 +39,7 @@ def make_sources(
     traces: Sequence[str | Path],
     params: Iterable[tuple[str | None, str, Any]] = (),
 ) -> list[Source]:
-    """Sources for ``workloads`` (names) and ``traces`` (paths) with ``(scope, key, value)`` params."""
+    """Sources for ``workloads`` (names) and ``traces`` (paths), ``(scope, key, value)`` params."""
     unknown = [w for w in workloads if w not in WORKLOADS]
     if unknown:
         raise WorkloadError(f"unknown workload {unknown[0]!r} (choices: {', '.join(WORKLOADS)})")
