@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from radix_evict.sim.bound import Bound
 from radix_evict.sim.replay import PolicyRun, ReplayResult, policy_matrix, replay_policies
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload, workload_names
 
@@ -25,6 +26,7 @@ from .options import parse_params
 from .simulate_recommend import RULE, Recommendation, recommend
 from .simulate_report import (
     TIERS_WORKLOAD,
+    add_bound_json,
     engine_table,
     hit_rate_pivot,
     matrix_table,
@@ -93,9 +95,21 @@ def _write_extras(plot: Path | None, metrics: Path | None, draw: Any,
         output.note(f"wrote metrics {metrics}")
 
 
+def _bounds(wls: Sequence[Workload], results: Sequence[ReplayResult], *,
+            pool_tokens: int | None, page_size: int, progress: bool,
+            jobs: int | None) -> dict[str, Bound]:
+    """--oracle: the offline bound and infinite-pool ceiling of every workload."""
+    from radix_evict.sim.bound import compute_bounds
+
+    with output.progress_bar("oracle and ceiling", enabled=progress) as prog:
+        return compute_bounds(wls, results, pool_tokens=pool_tokens, page_size=page_size,
+                              progress=prog, workers=jobs)
+
+
 def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
                 page_size: int, seed: int, json_out: bool, plot: Path | None,
-                metrics: Path | None, progress: bool, jobs: int | None) -> None:
+                metrics: Path | None, progress: bool, jobs: int | None,
+                oracle: bool = False) -> None:
     """One workload (or trace): a table per policy and a recommendation."""
     pool = wl.default_pool_tokens if pool_tokens is None else pool_tokens
     output.note(f"workload {wl.name} (seed {wl.seed}): {wl.num_requests:,} requests; "
@@ -106,6 +120,10 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
     with output.progress_bar(f"replaying {wl.name}", enabled=progress) as prog:
         results = replay_policies(wl, runs, pool_tokens=pool_tokens, page_size=page_size,
                                   progress=prog, workers=jobs)
+    bound = None
+    if oracle:
+        bound = _bounds([wl], results, pool_tokens=pool_tokens, page_size=page_size,
+                        progress=progress, jobs=jobs)[wl.name]
     wall = time.perf_counter() - t0
     rec = recommend(results)
     _warn_failed(results)
@@ -120,10 +138,13 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
         }
         if wl.name == TIERS_WORKLOAD:
             data["tier_hit_rates"] = {r.label: r.tier_hit_rates for r in results}
+        if bound is not None:
+            add_bound_json(data, [bound])
         output.emit_json(data)
     else:
         out = output.stdout()
-        out.print(policy_table(results, rec.policy, f"{wl.name}: {len(results)} policies"))
+        out.print(policy_table(results, rec.policy, f"{wl.name}: {len(results)} policies",
+                               bound))
         if wl.name == TIERS_WORKLOAD:
             out.print(tier_table(results, "hit rate per priority tier"))
         _print_recommendation(rec)
@@ -135,14 +156,15 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
 
         assert plot is not None
         plot_single(plot, results, f"{wl.name}: pool {results[0].pool_tokens:,} tokens, "
-                                   f"page {page_size}; recommended: {rec.policy}")
+                                   f"page {page_size}; recommended: {rec.policy}", bound)
 
     _write_extras(plot, metrics, draw, results)
 
 
 def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int | None,
                 page_size: int, seed: int, json_out: bool, plot: Path | None,
-                metrics: Path | None, progress: bool, jobs: int | None) -> None:
+                metrics: Path | None, progress: bool, jobs: int | None,
+                oracle: bool = False) -> None:
     """Several workloads: policy x workload matrix with a winner per workload."""
     output.note(f"{len(wls)} workloads x {len(runs)} policies: "
                 f"{sum(w.num_requests for w in wls) * len(runs):,} request replays")
@@ -151,6 +173,10 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
     with output.progress_bar("policy x workload", enabled=progress) as prog:
         m = policy_matrix(wls, runs, seed=seed, pool_tokens=pool_tokens, page_size=page_size,
                           progress=prog, workers=jobs)
+    bounds: dict[str, Bound] = {}
+    if oracle:
+        bounds = _bounds(wls, m.results, pool_tokens=pool_tokens, page_size=page_size,
+                         progress=progress, jobs=jobs)
     wall = time.perf_counter() - t0
     names = [w.name for w in wls]
     recs = {w: recommend([r for r in m.results if r.workload == w]) for w in names}
@@ -165,11 +191,13 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
                      "tlru_derived": derived, "wall_s": wall})
         if tiers:
             data["tier_hit_rates"] = {r.label: r.tier_hit_rates for r in tiers}
+        if bounds:
+            add_bound_json(data, list(bounds.values()))
         output.emit_json(data)
     else:
         out = output.stdout()
-        out.print(matrix_table(names, m.policies, m.results, winners))
-        out.print(hit_rate_pivot(names, m.policies, m.results, winners))
+        out.print(matrix_table(names, m.policies, m.results, winners, bounds))
+        out.print(hit_rate_pivot(names, m.policies, m.results, winners, bounds))
         if tiers:
             out.print(tier_table(tiers, f"{TIERS_WORKLOAD}: hit rate per priority tier"))
         for w, rec in recs.items():
@@ -181,7 +209,7 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
 
         assert plot is not None
         plot_matrix(plot, names, m.policies, m.results, winners,
-                    f"policy x workload (page {page_size}, seed {seed})")
+                    f"policy x workload (page {page_size}, seed {seed})", bounds)
 
     _write_extras(plot, metrics, draw, m.results)
 
@@ -264,6 +292,11 @@ ProgressOpt = Annotated[bool, typer.Option(
     "--progress/--no-progress", help="Progress bar on a terminal for runs over a second.")]
 ListOpt = Annotated[bool, typer.Option(
     "--list-workloads", help="List the built-in workloads and their parameters.")]
+OracleOpt = Annotated[bool, typer.Option(
+    "--oracle",
+    help="Also replay the offline bound (Belady: evict the leaf used again farthest in the "
+         "future) and the infinite-pool ceiling; adds an 'oracle' row and each policy's share "
+         "of the lru-to-oracle gap. A reference, not a policy you can run.")]
 JobsOpt = Annotated[int | None, typer.Option(
     "--jobs", "-j", min=1,
     help="Worker processes for the replays (default: planned from the cores; more processes "
@@ -290,6 +323,7 @@ def simulate(
     progress: ProgressOpt = True,
     list_workloads: ListOpt = False,
     jobs: JobsOpt = None,
+    oracle: OracleOpt = False,
 ) -> None:
     """Which policy should I run? Replay a workload under each policy and recommend one.
 
@@ -318,9 +352,9 @@ def simulate(
         if trace is not None or len(workload_list(name)) != 1:
             raise CliError("--model tiny replays one built-in workload (no --trace, no 'all')",
                            EXIT_USAGE)
-        if plot is not None or metrics is not None:
-            raise CliError("--plot and --enable-metrics are for token replays, not --model",
-                           EXIT_USAGE)
+        if plot is not None or metrics is not None or oracle:
+            raise CliError("--plot, --enable-metrics and --oracle are for token replays, "
+                           "not --model", EXIT_USAGE)
         runs = build_runs(policy, config)
         _run_engine(name, params_for(name, params, all_mode=False), runs,
                     pool_tokens=pool_tokens, page_size=page_size, seed=seed, device=device,
@@ -335,7 +369,7 @@ def simulate(
         runs = build_runs(policy, config)
     common: dict[str, Any] = {"pool_tokens": pool_tokens, "page_size": page_size, "seed": seed,
                               "json_out": json_out, "plot": plot, "metrics": metrics,
-                              "progress": progress, "jobs": jobs}
+                              "progress": progress, "jobs": jobs, "oracle": oracle}
     if len(wls) == 1 and name != ALL:
         _run_single(wls[0], runs, **common)
     else:
