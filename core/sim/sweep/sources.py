@@ -3,8 +3,9 @@
 Workload parameters are scoped as ``simulate`` takes them: ``KEY=V`` applies
 to every workload (or trace) that has the parameter ``KEY``; ``NAME.KEY=V``
 to workload ``NAME`` only, and ``trace.KEY=V`` to the traces (``limit``,
-``block_size``). A parameter that fits none of the grid's workloads is an
-error, as is a scope that names none.
+``block_size``, and ``format`` to name a trace format instead of detecting
+it). A parameter that fits none of the grid's workloads is an error, as is a
+scope that names none.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from radix_evict.sim.sweep.grid import Cell, Source
+from radix_evict.sim.traces import open_trace
 from radix_evict.sim.workloads import (
     WORKLOADS,
     TraceFileError,
@@ -22,16 +24,17 @@ from radix_evict.sim.workloads import (
     Workload,
     WorkloadError,
     get_workload,
-    load_trace,
 )
 
 TRACE_SCOPE = "trace"
+TRACE_FORMAT = "format"  # trace.format=NAME: the trace format (default: detected)
 WorkloadKey = tuple[Source, int | None]
 
 
 def _known(kind: str, name: str) -> set[str]:
-    params_type = TraceParams if kind == "trace" else WORKLOADS[name].params_type
-    return {f.name for f in dataclasses.fields(params_type)}
+    if kind == "trace":
+        return {f.name for f in dataclasses.fields(TraceParams)} | {TRACE_FORMAT}
+    return {f.name for f in dataclasses.fields(WORKLOADS[name].params_type)}
 
 
 def make_sources(
@@ -72,7 +75,8 @@ def build_workload(source: Source, seed: int | None) -> Workload:
             raise TraceFileError(source.name, None, "no such file")
         if path.is_dir():
             raise TraceFileError(source.name, None, "is a directory, expected a JSONL trace")
-        return load_trace(path, **source.params)
+        params = source.params
+        return open_trace(path, params.pop(TRACE_FORMAT, None), **params)
     return get_workload(source.name, seed=seed or 0, **source.params)
 
 
