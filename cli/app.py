@@ -19,13 +19,17 @@ from typer.core import TyperCommand, TyperGroup
 
 from radix_evict import __version__
 
-<<<<<<< HEAD
-from . import cmd_lint, cmd_list, cmd_schema, cmd_show, cmd_simulate, cmd_sweep, cmd_validate
-from .errors import CliState, report
-=======
-from . import cmd_lint, cmd_list, cmd_schema, cmd_show, cmd_simulate, cmd_validate, output
+from . import (
+    cmd_lint,
+    cmd_list,
+    cmd_schema,
+    cmd_show,
+    cmd_simulate,
+    cmd_sweep,
+    cmd_validate,
+    output,
+)
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, INTERRUPTED, CliState, emit_error_json, report
->>>>>>> main
 
 
 def _click_exception() -> type[Exception]:

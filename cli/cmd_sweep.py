@@ -34,14 +34,13 @@ from radix_evict.sim.sweep.store import ResultFileError
 from radix_evict.sim.sweep.summary import best_configs, curves, summary_dict, workload_label
 
 from . import output
-from .errors import EXIT_USAGE, CliError, mark_json
+from .errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError, mark_json
 from .options import problems_code
 from .plotting import PLOT_SUFFIXES
 from .sweep_grid import parts_from_options
 from .sweep_report import best_table, curve_table, rows_table
 
 EXIT_CELLS_FAILED = 3  # the sweep ran, but some cells failed (their rows say why)
-EXIT_INTERRUPTED = 130  # Ctrl-C: the finished cells are kept
 
 
 def _plan(parts: GridParts, grid_file: Path | None, out: Path | None) -> SweepPlan:
