@@ -47,7 +47,7 @@ GOOD = {
 def test_good_files_pass(tmp_path: Path, name: str) -> None:
     r = lint(write(tmp_path, name, GOOD[name]))
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout) == {"status": "ok", "files": 1, "errors": []}
+    assert json.loads(r.stdout) == {"status": "ok", "files": 1, "errors": [], "warnings": []}
 
 
 BAD = [
