@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from .errors import EXIT_USAGE
@@ -55,6 +55,8 @@ class Resolved:
     policy: Occurrence | None
     config: Occurrence | None
     problems: list[LintProblem]
+    # Earlier occurrences: argparse still checks each value (choices, JSON) as it reads it.
+    overridden: list[Occurrence] = field(default_factory=list)
 
 
 def problem_at(word: Text, index: int, type_: str, msg: str, *, loc: str, hint: str | None = None,
@@ -125,8 +127,9 @@ def merge_config_file(inv: Invocation, load: ConfigLoader | None,
     suffix = PurePath(path.text).suffix.lower()
     if suffix not in (".yaml", ".yml"):
         problems.append(problem_at(path.word, 0, "config_file",
-                                   f"SGLang reads only YAML config files, got {suffix or 'no suffix'}"
-                                   f" (\"Config file must be YAML format\")", loc=loc))
+                                   "SGLang reads only YAML config files, got "
+                                   f"{suffix or 'no suffix'} (\"Config file must be YAML format\")",
+                                   loc=loc))
         return args
     merged = load(path.word, inv) if load is not None else None
     return [*(merged or []), *args[:i], *args[i + 2:]]
@@ -224,7 +227,8 @@ def resolve(inv: Invocation, load: ConfigLoader | None = None) -> Resolved:
                 loc=early.label, severity=WARNING))
     policy = found[POLICY_FLAG][-1] if found[POLICY_FLAG] else None
     config = found[CONFIG_FLAG][-1] if found[CONFIG_FLAG] else None
-    return Resolved(policy, config, problems)
+    earlier = [o for occurrences in found.values() for o in occurrences[:-1]]
+    return Resolved(policy, config, problems, earlier)
 
 
 class LabelledArg(Arg):

@@ -26,11 +26,11 @@ from .lint_model import ERROR, Arg, Invocation, LintProblem, LintReport
 from .lint_nodes import MAX_BYTES, MAX_DEPTH, LimitExceeded, Node, ParseFailure
 from .lint_shell import is_opaque
 from .lint_sources import (
+    SETTING_KEYS,
     TreeWalker,
     dockerfile_invocations,
     from_script,
     normalize_key,
-    SETTING_KEYS,
 )
 from .lint_text import Source, Text
 from .lint_verdict import check
@@ -186,7 +186,7 @@ class Linter:
         for inv in invocations:
             resolved = resolve(inv, self._load_config_file)
             problems.extend(resolved.problems)
-            problems.extend(check(resolved.policy, resolved.config))
+            problems.extend(check(resolved.policy, resolved.config, resolved.overridden))
         return problems
 
     @staticmethod
@@ -343,3 +343,10 @@ def lint_files(paths: Sequence[Path], strict: bool = False) -> LintReport:
     for path in expand(paths):
         linter.lint_path(path)
     return linter.report
+
+
+def invocations_of(path: Path) -> list[Invocation]:
+    """The SGLang launches lint finds in one file (for tests that replay them in SGLang)."""
+    source = read_source(path)
+    kind = file_kind(path, source.text)
+    return Linter()._invocations(source, kind, str(path.parent), [], path)

@@ -10,13 +10,16 @@ recursion.
 from __future__ import annotations
 
 import re
-from json.decoder import scanstring
+from collections.abc import Callable
+from json import decoder
 
 from .lint_nodes import MAX_DEPTH, LimitExceeded, Node, ParseFailure
 from .lint_text import Source, Text
 
 NUMBER = re.compile(r"(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?")
 SPACE = re.compile(r"[ \t\n\r]*")
+# The decoder's own string scanner (C when available): exact escapes and errors.
+scanstring: Callable[[str, int, bool], tuple[str, int]] = decoder.scanstring  # type: ignore[attr-defined]
 LITERALS = {"true": True, "false": False, "null": None,
             "NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 
@@ -73,22 +76,22 @@ def parse_json(s: str, source: Source, parent: Text | None = None) -> Node:
                 continue
             if c == '"':
                 try:
-                    value, end = scanstring(s, i + 1, True)
+                    string, end = scanstring(s, i + 1, True)
                 except ValueError as exc:
                     raise ParseFailure(_msg(exc), getattr(exc, "pos", i)) from None
-                attach(make("scalar", i, value, '"', end))
+                attach(make("scalar", i, string, '"', end))
                 i = end
             else:
                 m = NUMBER.match(s, i)
                 if m and m.end() > i:
                     text = m.group(0)
-                    value = float(text) if (m.group(2) or m.group(3)) else int(text)
-                    attach(make("scalar", i, value, "", m.end()))
+                    number = float(text) if (m.group(2) or m.group(3)) else int(text)
+                    attach(make("scalar", i, number, "", m.end()))
                     i = m.end()
                 else:
-                    for word, value in LITERALS.items():
+                    for word, literal in LITERALS.items():
                         if s.startswith(word, i):
-                            attach(make("scalar", i, value, "", i + len(word)))
+                            attach(make("scalar", i, literal, "", i + len(word)))
                             i += len(word)
                             break
                     else:

@@ -40,7 +40,7 @@ class ParseFailure(Exception):
 class Node:
     """A mapping (``items`` of key/value node pairs), sequence (``items`` of nodes) or scalar."""
 
-    __slots__ = ("kind", "value", "start", "end", "items", "style", "source", "_text", "parent")
+    __slots__ = ("_text", "end", "items", "kind", "parent", "source", "start", "style", "value")
 
     def __init__(self, kind: str, start: int, source: Source, value: Any = None,
                  style: str = "", end: int = 0) -> None:

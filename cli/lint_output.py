@@ -21,12 +21,11 @@ def summary(report: LintReport) -> str:
     errors = sum(1 for p in problems if report.failing(p))
     others = len(problems) - errors
     files = f"{report.files} file{'s' if report.files != 1 else ''}"
+    rest = f"{others} warning{'s' if others != 1 else ''} or note{'s' if others != 1 else ''}"
     if not errors:
-        extra = f" ({others} warning{'s' if others != 1 else ''} or note{'s' if others != 1 else ''})" if others else ""
-        return f"OK: {files} checked{extra}"
+        return f"OK: {files} checked" + (f" ({rest})" if others else "")
     return f"{errors} problem{'s' if errors != 1 else ''} in {files}" + (
-        f" (and {others} warning{'s' if others != 1 else ''} or note{'s' if others != 1 else ''})"
-        if others else "")
+        f" (and {rest})" if others else "")
 
 
 def text_lines(report: LintReport) -> list[str]:

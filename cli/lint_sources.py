@@ -99,8 +99,7 @@ def from_words(words: list[Arg], loc: str, base_dir: str, depth: int = 0) -> Ite
         return
     script = _shell_script_at(words)
     if script is not None and script < len(words) and mentions(words[script].text):
-        yield from from_script(words[script].word, f"{loc}[{script}]" if loc else "", base_dir,
-                               depth + 1)
+        yield from from_script(words[script].word, loc, base_dir, depth + 1)
         return
     start, name, merges = launcher(words)
     args = words[start:]
@@ -114,9 +113,7 @@ def from_script(script: Text, loc: str, base_dir: str, depth: int = 0) -> Iterat
     for words in split_commands(script):
         if not any(mentions(w.text) for w in words):
             continue
-        line, _ = words[0].where(0)
-        where = f"{loc} line {line}".strip() if loc else ""
-        yield from from_words([Arg(w) for w in words], where, base_dir, depth)
+        yield from from_words([Arg(w) for w in words], loc, base_dir, depth)
 
 
 # --------------------------------------------------------------------- trees
@@ -213,7 +210,7 @@ class TreeWalker:
                     f"line {line}, column {col}): tools disagree on which one counts",
                     loc=dotted((*path, str(k.value))), hint="keep one"))
         args: list[Arg] = []
-        for k, v in settings if config_file else _last_per_flag(settings):
+        for k, v in _as_loaded(settings) if config_file else _last_per_flag(settings):
             label = dotted((*path, str(k.value)))
             key = str(k.value)
             name = f"--{key}" if config_file else SETTING_KEYS[normalize_key(key)]
@@ -225,7 +222,7 @@ class TreeWalker:
                 continue
             args.append(LabelledArg(flag_word, label))
             args.extend(values)
-        if args:
+        if args or config_file:
             style = "config-file" if config_file else "mapping"
             self.invocations.append(Invocation(args, dotted(path), style, None, False,
                                                self.base_dir))
@@ -238,6 +235,8 @@ class TreeWalker:
 
             try:
                 text = json.dumps(to_python(v))
+            except LimitExceeded as exc:  # place it at the value that expands, not deep inside
+                raise LimitExceeded(exc.kind, exc.msg, v.offset()) from None
             except (TypeError, ValueError) as exc:
                 self.problems.append(problem_at(
                     Text.at("", v.source, v.offset()), 0, "config_type",
@@ -300,6 +299,14 @@ def to_python_scalar(node: Node) -> Any:
     from .lint_nodes import to_python
 
     return to_python(node)
+
+
+def _as_loaded(settings: list[tuple[Node, Node]]) -> list[tuple[Node, Node]]:
+    """What ``yaml.safe_load`` keeps of repeated keys: the first key's place, the last value."""
+    out: dict[Any, tuple[Node, Node]] = {}
+    for k, v in settings:
+        out[k.value] = (out[k.value][0], v) if k.value in out else (k, v)
+    return list(out.values())
 
 
 def _last_per_flag(settings: list[tuple[Node, Node]]) -> list[tuple[Node, Node]]:

@@ -44,7 +44,7 @@ class Text:
     Offsets are worked out only when a problem needs one.
     """
 
-    __slots__ = ("text", "source", "_pieces", "_starts", "_parent")
+    __slots__ = ("_parent", "_pieces", "_starts", "source", "text")
 
     def __init__(self, text: str, source: Source, pieces: Sequence[tuple[int, int]],
                  parent: Text | None = None) -> None:

@@ -27,6 +27,7 @@ does nothing.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from radix_evict import registry
@@ -36,7 +37,8 @@ from .errors import EXIT_INVALID, EXIT_USAGE
 from .lint_argv import CONFIG_FLAG, POLICY_FLAG, Occurrence, problem_at
 from .lint_json import parse_json
 from .lint_model import ERROR, NOTE, WARNING, LintProblem
-from .lint_nodes import LimitExceeded, Node, ParseFailure, short
+from .lint_nodes import MAX_VALUE_NODES, LimitExceeded, Node, ParseFailure, short
+from .lint_shell import is_opaque
 from .lint_text import Text
 
 SGLANG_VERSION = "0.5.23"
@@ -107,6 +109,14 @@ class Verdict:
     # -------------------------------------------------------------- the checks
     def run(self) -> list[LintProblem]:
         name = self.policy.value.text if self.policy is not None else DEFAULT_POLICY
+        for occ in (self.policy, self.config):
+            if occ is not None and occ.value.node is None and is_opaque(occ.value.text):
+                self.problems.append(problem_at(
+                    occ.value.word, 0, "not_checked",
+                    f"{occ.flag} {short(occ.value.text)} is filled in at deploy time "
+                    "(an environment variable or command substitution); not checked",
+                    loc=occ.label, severity=NOTE))
+                return self.problems
         native = name in SGLANG_CHOICES
         plugin = not native and self._plugin_policy(name)
         obj, parsed = self._parse_config()
@@ -183,7 +193,32 @@ class Verdict:
                 self.root = parse_json(text, arg.word.source, parent=arg.word)
             except (ParseFailure, LimitExceeded):
                 self.root = None
+        if self.root is not None and self._duplicate_keys(self.root):
+            return obj, False
         return obj, True
+
+    def _duplicate_keys(self, root: Node) -> bool:
+        """A key given twice in one object: json.loads keeps the last silently; we refuse."""
+        found = False
+        stack, budget = [root], MAX_VALUE_NODES
+        while stack and budget > 0:
+            node = stack.pop()
+            budget -= 1
+            if node.kind == "map":
+                for first, again in node.duplicates():
+                    found = True
+                    line, col = first.source.where(first.offset())
+                    line2, col2 = again.source.where(again.offset())
+                    assert self.config is not None
+                    self.problems.append(LintProblem(
+                        again.source.path, f"{self.config.label}.{again.value}", "duplicate_key",
+                        f"key {again.value!r} is given twice (first at line {line}, column "
+                        f"{col}): SGLang silently keeps the last one; radix-evict refuses it",
+                        "keep one", line2, col2))
+                stack.extend(v for _, v in node.items)
+            elif node.kind == "seq":
+                stack.extend(node.items)
+        return found
 
     def _tlru_startup(self, obj: Any) -> bool:
         """SGLang's server-argument check for tlru (kv_cache_hook.py)."""
@@ -332,8 +367,28 @@ def registry_near(name: str, offered: list[str]) -> str | None:
     return did_you_mean(name, offered)
 
 
-def check(policy: Occurrence | None, config: Occurrence | None) -> list[LintProblem]:
-    """Every problem SGLang (errors) and radix-evict (warnings) find with this setting."""
+def check(policy: Occurrence | None, config: Occurrence | None,
+          overridden: Sequence[Occurrence] = ()) -> list[LintProblem]:
+    """Every problem SGLang (errors) and radix-evict (warnings) find with this setting.
+
+    ``overridden``: earlier occurrences of the flags. SGLang uses the last one, but its
+    argument parser checks every value as it reads it (a choice, JSON), so an invalid
+    overridden value still stops it.
+    """
+    problems: list[LintProblem] = []
+    for occ in overridden:
+        early = Verdict(occ if occ.flag == POLICY_FLAG else None,
+                        occ if occ.flag == CONFIG_FLAG else None)
+        if occ.flag == POLICY_FLAG:
+            if not _opaque(occ) and occ.value.text not in SGLANG_CHOICES:
+                early._plugin_policy(occ.value.text)
+        elif not _opaque(occ):
+            early._parse_config()
+        problems.extend(p for p in early.problems if p.severity == ERROR)
     if policy is None and config is None:
-        return []
-    return Verdict(policy, config).run()
+        return problems
+    return problems + Verdict(policy, config).run()
+
+
+def _opaque(occ: Occurrence) -> bool:
+    return occ.value.node is None and is_opaque(occ.value.text)

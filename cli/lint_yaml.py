@@ -41,11 +41,16 @@ def _scalar_value(event: events.ScalarEvent) -> Any:
     build = _constructor.yaml_constructors.get(tag)
     if build is None:
         return event.value
-    node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+    node = ScalarNode(tag, event.value, None, None, event.style)
     try:
         return build(_constructor, node)
     except (ConstructorError, ValueError, TypeError):
         return event.value
+
+
+def _at(mark: Any) -> int:
+    """A mark's character offset (both parsers count characters, not bytes)."""
+    return int(mark.index) if mark is not None else 0
 
 
 def parse_yaml(source: Source) -> list[Node | None]:
@@ -77,17 +82,17 @@ def parse_yaml(source: Source) -> list[Node | None]:
     try:
         for ev in yaml.parse(source.text, Loader=Loader):
             if isinstance(ev, events.ScalarEvent):
-                node = Node("scalar", ev.start_mark.index, source, _scalar_value(ev),
-                            ev.style or "", ev.end_mark.index)
+                node = Node("scalar", _at(ev.start_mark), source, _scalar_value(ev),
+                            ev.style or "", _at(ev.end_mark))
                 if ev.anchor:
                     anchors[ev.anchor] = node
                 attach(node)
             elif isinstance(ev, (events.MappingStartEvent, events.SequenceStartEvent)):
                 if len(stack) >= MAX_DEPTH:
                     raise LimitExceeded("too_deep", f"nested more than {MAX_DEPTH} levels deep",
-                                        ev.start_mark.index)
+                                        _at(ev.start_mark))
                 kind = "map" if isinstance(ev, events.MappingStartEvent) else "seq"
-                node = Node(kind, ev.start_mark.index, source)
+                node = Node(kind, _at(ev.start_mark), source)
                 if ev.anchor:
                     anchors[ev.anchor] = node
                 attach(node)
@@ -95,18 +100,18 @@ def parse_yaml(source: Source) -> list[Node | None]:
                 open_nodes.add(id(node))
             elif isinstance(ev, (events.MappingEndEvent, events.SequenceEndEvent)):
                 node, _ = stack.pop()
-                node.end = ev.end_mark.index
+                node.end = _at(ev.end_mark)
                 open_nodes.discard(id(node))
             elif isinstance(ev, events.AliasEvent):
                 target = anchors.get(ev.anchor or "")
                 if target is None:
                     raise ParseFailure(f"found undefined alias *{ev.anchor}",
-                                       ev.start_mark.index)
+                                       _at(ev.start_mark))
                 if id(target) in open_nodes:
                     raise LimitExceeded(
                         "alias_cycle",
                         f"alias *{ev.anchor} is inside the node its anchor names "
-                        "(a structure that contains itself)", ev.start_mark.index)
+                        "(a structure that contains itself)", _at(ev.start_mark))
                 attach(target)
             elif isinstance(ev, events.DocumentEndEvent):
                 docs.append(root if have_root else None)
