@@ -177,6 +177,6 @@ def test_docs_example_is_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.chdir(tmp_path)
     Path(name).parent.mkdir(parents=True, exist_ok=True)
     Path(name).write_text(content)
-    r = CliRunner().invoke(app, ["lint", target])
+    r = run_cli("lint", target)
     assert r.exit_code == int(code)
     assert r.output.splitlines() == shown.splitlines()
