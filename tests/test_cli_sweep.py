@@ -11,17 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_cli
 from sweep_helpers import TRACE
-from typer.testing import CliRunner
-
-from radix_evict.cli import app
 
 SMALL = ["-P", "chat.convs=12", "--pool-tokens", "20K,100K"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def run(*args: str) -> Any:
-    return CliRunner().invoke(app, ["sweep", *args])
+    return run_cli("sweep", *args)
 
 
 def test_sweep_prints_the_grid_size_then_rows_and_summary(tmp_path: Path) -> None:

@@ -14,9 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
-
-from radix_evict.cli import app
+from conftest import run_cli
 
 CLI = Path(__file__).resolve().parents[1] / "cli"
 pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
@@ -32,7 +30,7 @@ def position(text: str, marker: str, nth: int = 0) -> tuple[int, int]:
 
 
 def run(*args: str) -> Any:
-    return CliRunner().invoke(app, ["lint", *args, "--json"])
+    return run_cli("lint", *args, "--json")
 
 
 def problems(path: Path, *extra: str) -> list[dict[str, Any]]:
@@ -148,7 +146,7 @@ def test_problem_at_its_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n
         assert p["line"] == text.count("\n") + 1 and p["column"] >= 1
         return
     assert (p["line"], p["column"]) == position(text, marker, nth), p
-    human = CliRunner().invoke(app, ["lint", str(path)])
+    human = run_cli("lint", str(path))
     line, col = position(text, marker, nth)
     assert f"{path}:{line}:{col}: {severity}:" in human.output
     assert "Traceback" not in human.output

@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_cli
 from fake_dists import FakeSite
-from typer.testing import CliRunner
 
-from radix_evict.cli import app
 from radix_evict.sim.replay import replay
 from radix_evict.sim.traces import BlockTrace, TraceFormatError, open_trace, trace_formats
 from radix_evict.sim.workloads import MooncakeTrace, TraceError
@@ -151,30 +150,29 @@ def test_a_package_adds_a_format_through_the_entry_point_group(
 
 
 def test_cli_reads_every_format_and_takes_block_size(tmp_path: Path) -> None:
-    runner = CliRunner()
     qwen = write(tmp_path / "qwen.jsonl", BAILIAN)
-    r = runner.invoke(app, ["simulate", "--trace", str(qwen), "-p", "lru", "--page-size", "16",
-                            "--pool-tokens", "4096", "--json"])
+    r = run_cli("simulate", "--trace", str(qwen), "-p", "lru", "--page-size", "16",
+                "--pool-tokens", "4096", "--json")
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert data["workload"]["format"] == "bailian" and data["results"][0]["hit_tokens"] == 48
     sg = write(tmp_path / "sg.jsonl", SERVEGEN)
-    r = runner.invoke(app, ["simulate", "--trace", str(sg), "-p", "lru", "--pool-tokens", "4096"])
+    r = run_cli("simulate", "--trace", str(sg), "-p", "lru", "--pool-tokens", "4096")
     assert r.exit_code == 1 and "--block-size" in r.output
-    r = runner.invoke(app, ["simulate", "--trace", str(sg), "--block-size", "32", "-p", "lru",
-                            "--page-size", "32", "--pool-tokens", "4096", "--json"])
+    r = run_cli("simulate", "--trace", str(sg), "--block-size", "32", "-p", "lru",
+                "--page-size", "32", "--pool-tokens", "4096", "--json")
     assert r.exit_code == 0, r.output
     odd = write(tmp_path / "odd.jsonl", [{"x": 1}])
-    r = runner.invoke(app, ["simulate", "--trace", str(odd), "-p", "lru"])
+    r = run_cli("simulate", "--trace", str(odd), "-p", "lru")
     assert r.exit_code == 1 and "not recognised" in r.output
-    r = runner.invoke(app, ["simulate", "--block-size", "16", "-p", "lru"])
+    r = run_cli("simulate", "--block-size", "16", "-p", "lru")
     assert r.exit_code == 2 and "go with --trace" in r.output
 
 
 def test_model_tiny_replays_a_trace(tmp_path: Path) -> None:
     qwen = write(tmp_path / "qwen.jsonl", BAILIAN)
-    r = CliRunner().invoke(app, ["simulate", "--model", "tiny", "--device", "cpu", "--trace",
-                                 str(qwen), "-p", "lru", "--json", "--no-baseline"])
+    r = run_cli("simulate", "--model", "tiny", "--device", "cpu", "--trace",
+                str(qwen), "-p", "lru", "--json", "--no-baseline")
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert data["mode"] == "engine" and data["requests"] == 4
