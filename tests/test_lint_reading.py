@@ -24,7 +24,8 @@ pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
 
 def words(script: str) -> list[list[str]]:
-    return [[w.text for w in cmd] for cmd in split_commands(Text.at(script, Source("s", script), 0))]
+    script_text = Text.at(script, Source("s", script), 0)
+    return [[w.text for w in cmd] for cmd in split_commands(script_text)]
 
 
 # ------------------------------------------------------------------ shell
