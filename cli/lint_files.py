@@ -308,8 +308,11 @@ def toml_tree(source: Source) -> Node:
                     text, at)
                 pos = m.start() if m else at
                 key = Node("scalar", pos, source, str(k), "", pos + len(str(k)))
-                vpos = text.find("=", pos)
-                vpos = pos if vpos < 0 else vpos + 1
+                if m and text[m.end() - 1] in ".]":  # a table header or dotted key: inside it
+                    vpos = m.end()
+                else:
+                    vpos = text.find("=", pos)
+                    vpos = pos if vpos < 0 else vpos + 1
                 while vpos < len(text) and text[vpos] in " \t":
                     vpos += 1
                 node.items.append((key, build(v, vpos, depth + 1)))
