@@ -195,9 +195,10 @@ class RadixCache:
         done = _check_int("inserted_len", inserted_len, 0)
         P = self.page_size
         n = L // P * P
-        if P > 1:
-            # insert never reads indices[:prev] (the caller's locked prefix, already cached)
-            self._slots.check_pages(indices, prev, n)
+        # indices[:prev] is the caller's locked prefix, the tree's own slots: never read.
+        # The rest is checked to be the caller's before anything changes.
+        lo = min(prev, n) // P * P
+        claimed = self._slots.claim(indices, lo, n)
         self.stats.insert_calls += 1
         clock = self._clock + 1
         root = self._root
@@ -232,14 +233,15 @@ class RadixCache:
                 child.hit_count += 1
             node = child
         matched = off // TOKEN_BYTES
-        if matched < prev and P > 1:
+        if matched < lo:
             # The caller's prefix was not all cached (it was not kept locked): the new
             # leaf takes slots from indices[:prev] too, so they need the same check.
-            self._slots.check_pages(indices, matched, min(prev, n))
+            claimed = self._slots.claim(indices, matched, n)
+            lo = matched
         if matched < n:
-            leaf = TreeNode(
-                node, kv[off:].tobytes(), self._slots.take(indices, matched, n), clock + 1, prio
-            )
+            value = self._slots.node_entries(claimed, matched - lo, n - lo)
+            leaf = TreeNode(node, kv[off:].tobytes(), value, clock + 1, prio)
+            self._slots.adopt(value)
             leaf.creation_time = clock + 2
             clock += 2
             if n > done:
@@ -257,9 +259,9 @@ class RadixCache:
         elif not node.children:
             self._driver.offer(node)
         self._clock = clock
-        if matched > prev:
-            self.pool.free(indices[prev:matched])
-            self.stats.duplicate_tokens_freed += matched - prev
+        if matched > lo:
+            self._slots.free_claimed(claimed[: (matched - lo) // P])
+            self.stats.duplicate_tokens_freed += matched - lo
         return matched
 
     def _check_indices(self, indices: Any, length: int) -> None:
@@ -397,6 +399,7 @@ class RadixCache:
         victims: list[SlotArray] = []
         heap = driver.heap
         pop = heapq.heappop
+        empty = self._slots.empty
         while freed < want and heap:
             entry = pop(heap)
             node = entry[-1]
@@ -408,6 +411,7 @@ class RadixCache:
             del parent.children[node.key_bytes[:pb]]
             node.parent = None
             victims.append(node.value)
+            node.value = empty  # its slots are the pool's again: node_slots must not show them
             freed += node.num_tokens
             if not parent.children:
                 driver.offer(parent)
@@ -427,11 +431,16 @@ class RadixCache:
         """Free every slot the tree holds. An error while any node is locked."""
         if self._protected:
             raise RuntimeError(f"reset: {self._protected} tokens are locked; unlock them first")
-        values = [n.value for n in self.iter_nodes()]
+        nodes = self.iter_nodes()
+        values = [x.value for x in nodes]
+        if values:
+            self._slots.release(values)  # first: if the pool refuses, the tree is as it was
+        empty = self._slots.empty
+        for x in nodes:  # detached and empty, as an evicted node is
+            x.parent = None
+            x.value = empty
         self._init_tree()
         self._driver.clear()
-        if values:
-            self._slots.release(values)
 
     def iter_nodes(self) -> list[TreeNode]:
         """Every node except the root, parents before children."""
@@ -444,8 +453,12 @@ class RadixCache:
         return out
 
     def node_slots(self, node: TreeNode) -> torch.Tensor:
-        """The KV slots ``node`` holds, one per token (nodes store one entry per page)."""
-        if node is self._root:
+        """The KV slots ``node`` holds, one per token (nodes store one entry per page).
+
+        Empty for the root and for a node that was evicted or reset away: its
+        old slots are the pool's again, perhaps already someone else's.
+        """
+        if node is self._root or node.parent is None:
             return self._empty
         return self._slots.to_tensor([node.value])
 
