@@ -28,7 +28,7 @@ CACHED = 2
 # How an error names pages in each state: what the slot is, and how it got there.
 _STATE_WORDS = {
     FREE: "free in the pool (freed already, never handed out, or another pool's)",
-    CACHED: "owned by a cached node (only the cache frees it: evict, reset)",
+    CACHED: "owned by a cached node (only its cache frees those: evict, reset)",
     CALLER: "held by a caller, not by the cache",
 }
 _SHOWN = 6  # slots named per error line; the rest are counted

@@ -238,7 +238,7 @@ class KVPool:
         return np.repeat(self.owners.states(), self.page_size)
 
     def is_allocated(self, slot: int) -> bool:
-        """Whether ``slot`` is currently handed out, to a caller or a cache (for checks and tests)."""
+        """Whether ``slot`` is handed out, to a caller or a cache node (for checks and tests)."""
         return int(self._owner[slot // self.page_size]) != FREE
 
     def _push(self, pages: Any) -> None:
@@ -258,11 +258,15 @@ class KVPool:
         ):
             return
         if not isinstance(indices, torch.Tensor):
-            raise TypeError(f"{what}: expected a torch tensor of slots, got {type(indices).__name__}")
+            raise TypeError(
+                f"{what}: expected a torch tensor of slots, got {type(indices).__name__}"
+            )
         if indices.dtype == torch.bool or indices.dtype.is_floating_point or indices.is_complex():
             raise TypeError(f"{what}: slots must be integers, got dtype {indices.dtype}")
         if indices.device != self._device:
-            raise ValueError(f"{what}: slots are on {indices.device} but the pool is on {self._device}")
+            raise ValueError(
+                f"{what}: slots are on {indices.device} but the pool is on {self._device}"
+            )
         if indices.dim() != 1:
             raise ValueError(f"{what}: slots must be 1-D, got shape {tuple(indices.shape)}")
 

@@ -118,7 +118,9 @@ class SlotStorage:
         if P > 1:
             rows = part.reshape(-1, P)
             first = rows[:, 0]
-            if bool((first % P != 0).any()) or not bool((rows == first[:, None] + self._offsets).all()):
+            if bool((first % P != 0).any()) or not bool(
+                (rows == first[:, None] + self._offsets).all()
+            ):
                 raise ValueError(
                     f"{what}: slots are not whole, aligned pages of {P} "
                     "(each page is its slots in order, as alloc hands them out)"

@@ -16,7 +16,6 @@ from radix_evict.cache.ownership import CACHED, CALLER, FREE
 from radix_evict.cache.radix_cache import RadixCache
 from radix_evict.cache.tree import TOKEN_BYTES
 
-
 OWNER_NAMES = {FREE: "free", CALLER: "a caller's", CACHED: "a cache node's"}
 
 
