@@ -23,7 +23,14 @@ from radix_evict.testing.invariants import check_cache
 def state(rig: Rig) -> tuple[Any, ...]:
     """Everything a refused call must leave alone."""
     nodes = sorted(
-        (x.key.tolist(), rig.cache.node_slots(x).tolist(), x.lock_ref, x.hit_count)
+        (
+            x.key.tolist(),
+            rig.cache.node_slots(x).tolist(),
+            x.lock_ref,
+            x.hit_count,
+            x.priority,
+            x.last_access_time,
+        )
         for x in rig.cache.iter_nodes()
     )
     c = rig.cache
@@ -140,6 +147,31 @@ def test_insert_refuses_to_free_the_trees_slots_as_duplicates() -> None:
     drain_and_check(rig, [])
 
 
+def test_a_stale_prefix_is_refused_before_the_walk_changes_anything() -> None:
+    """prev_prefix_len claims a prefix that was evicted meanwhile (it was not locked).
+
+    The new leaf would take ``indices[matched:prev]`` too, slots that are no
+    longer the caller's: refused, and the node the walk would split is intact.
+    """
+    rig = Rig(size=16)
+    rig.insert([1, 2, 3, 4])
+    m = rig.cache.match_prefix([1, 2, 3, 4, 5])  # not locked
+    assert rig.cache.evict(4) == 4
+    rig.insert([1, 2, 7, 7])  # reuses the evicted slots
+    new = rig.pool.alloc(1)
+    assert new is not None
+    row = torch.cat([m.indices, new])
+    refused(
+        rig,
+        lambda: rig.cache.insert([1, 2, 3, 4, 5], row, prev_prefix_len=4, priority=3),
+        r"insert: indices\[2:5\]: slots .* are owned by a cached node",
+        [new],
+    )
+    assert rig.leaf_tokens() == [[1, 2, 7, 7]]  # not split at [1, 2]
+    rig.pool.free(new)
+    drain_and_check(rig, [])
+
+
 def test_insert_checks_every_slot_of_every_page() -> None:
     rig = Rig(size=16, page_size=4)
     slots = rig.pool.alloc(8)
@@ -245,7 +277,7 @@ def test_owner_table_follows_every_move() -> None:
 
 
 def test_duplicates_freed_by_insert_must_be_the_callers() -> None:
-    """The KV insert frees as duplicate is the caller's; freed or foreign slots there are refused."""
+    """The KV insert frees as a duplicate must be the caller's: freed slots there are refused."""
     rig = Rig(size=16)
     cached(rig, [1, 2, 3, 4])
     stale = rig.pool.alloc(4)

@@ -199,45 +199,58 @@ class RadixCache:
         # The rest is checked to be the caller's before anything changes.
         lo = min(prev, n) // P * P
         claimed = self._slots.claim(indices, lo, n)
-        self.stats.insert_calls += 1
-        clock = self._clock + 1
-        root = self._root
-        root.last_access_time = clock
         if n == 0:
-            self._clock = clock
+            self.stats.insert_calls += 1
+            self._clock += 1
+            self._root.last_access_time = self._clock
             return 0
         kv = key_view(arr, n)
         nb = n * TOKEN_BYTES
         pb = P * TOKEN_BYTES
-        node = root
+        # Walk first, changing nothing: how much is cached decides which slots are taken.
+        path: list[TreeNode] = []
+        split_at = 0  # tokens of the last path node shared with the key, if it diverges inside
+        node = self._root
         off = 0
         while off < nb:
             child = node.children.get(kv[off : off + pb].tobytes())
             if child is None:
                 break
-            clock += 1
-            child.last_access_time = clock
+            path.append(child)
             ck = child.key_bytes
             end = off + len(ck)
             if end <= nb and ck.startswith(kv[off:end]):
                 off = end
-            else:
-                self._clock = clock
-                m = common_prefix_len(ck, kv, off) // P * P
-                child = self._split(child, m)
-                clock = self._clock
-                off += m * TOKEN_BYTES
-            if child.priority < prio:
-                child.priority = prio
-            if off > done * TOKEN_BYTES:
-                child.hit_count += 1
-            node = child
+                node = child
+                continue
+            split_at = common_prefix_len(ck, kv, off) // P * P
+            off += split_at * TOKEN_BYTES
+            break
         matched = off // TOKEN_BYTES
         if matched < lo:
             # The caller's prefix was not all cached (it was not kept locked): the new
             # leaf takes slots from indices[:prev] too, so they need the same check.
             claimed = self._slots.claim(indices, matched, n)
             lo = matched
+        # Nothing raises from here on: stamp, split and count along the path.
+        self.stats.insert_calls += 1
+        clock = self._clock + 1
+        root = self._root
+        root.last_access_time = clock
+        node = root
+        last = len(path) - 1
+        for i, child in enumerate(path):
+            clock += 1
+            child.last_access_time = clock
+            if i == last and split_at:
+                self._clock = clock
+                child = self._split(child, split_at)
+                clock = self._clock
+            if child.priority < prio:
+                child.priority = prio
+            if child.prefix_len > done:
+                child.hit_count += 1
+            node = child
         if matched < n:
             value = self._slots.node_entries(claimed, matched - lo, n - lo)
             leaf = TreeNode(node, kv[off:].tobytes(), value, clock + 1, prio)
