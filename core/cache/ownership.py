@@ -1,17 +1,21 @@
 """Who holds each page of a :class:`~radix_evict.KVPool`: the pool, a caller, or a cache.
 
 A slot handed out twice is KV two requests overwrite, so every transfer of
-pages is checked against one byte per page:
+pages is checked against one tag per page:
 
-- ``FREE``: in the pool's free list; ``alloc`` hands it out.
-- ``CALLER``: handed out by ``alloc``; the caller may ``free`` it or give it to
-  a cache's ``insert``.
-- ``CACHED``: a cache node owns it; only that cache gives it back (``evict``,
+- free (``FREE_TAG``): in the pool's free list; ``alloc`` hands it out.
+- a caller's (a tag >= 0): handed out by ``alloc``; the caller may ``free`` it
+  or give it to a cache's ``insert``. The tag is the free-list position the
+  page was handed out from.
+- a cache node's (``CACHED_TAG``): only that cache gives it back (``evict``,
   ``reset``), never a caller's ``free``.
 
-Each check is a few vectorised operations over the pages a call moves, never
-over the pool. ``CALLER`` is 0 so that one ``any()`` answers "are these all
-the caller's?" on the hot path; naming the culprits is left to the error path.
+Each check reads the tags of the pages a call moves, never the pool. The
+positions make the usual check one gather: pages that one ``alloc`` handed
+out carry consecutive tags, and the same page listed twice carries the same
+tag twice, so consecutive tags prove the pages are all a caller's and all
+distinct. Anything else (a row built from several allocations, or a misuse)
+takes the slower exact check, and only a misuse raises.
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ from typing import Any
 import numpy as np
 import torch
 
+FREE_TAG = -1
+CACHED_TAG = -2
+
+# The states as ``KVPool.slot_owners`` reports them.
 CALLER = 0
 FREE = 1
 CACHED = 2
@@ -47,7 +55,7 @@ def describe_slots(slots: list[int], page_size: int) -> str:
 
 
 class PageOwners:
-    """One owner byte per page, plus a scratch row that finds a page listed twice.
+    """One owner tag per page, plus a scratch row for the exact repeat check.
 
     The arrays are torch tensors on the pool's device; on cpu they are driven
     through numpy views, as the pool's own state is.
@@ -55,67 +63,104 @@ class PageOwners:
 
     def __init__(self, num_pages: int, page_size: int, device: torch.device) -> None:
         self.page_size = page_size
+        self._num_pages = num_pages
         self._on_cpu = device.type == "cpu"
-        owner = torch.full((num_pages,), FREE, dtype=torch.uint8, device=device)
+        tag = torch.full((num_pages,), FREE_TAG, dtype=torch.int64, device=device)
         mark = torch.zeros(num_pages, dtype=torch.int64, device=device)
         count = torch.arange(num_pages, dtype=torch.int64, device=device)
-        self._tensors = (owner, mark, count)  # keeps the storage behind numpy views alive
-        self.owner: Any = owner.numpy() if self._on_cpu else owner
+        self._tensors = (tag, mark, count)  # keeps the storage behind numpy views alive
+        self.tag: Any = tag.numpy() if self._on_cpu else tag
         self._mark: Any = mark.numpy() if self._on_cpu else mark
-        self._count: Any = count.numpy() if self._on_cpu else count
+        self.count: Any = count.numpy() if self._on_cpu else count  # 0, 1, 2, ... (views)
+
+    # ---------------------------------------------------------- transfers
+    def hand_out(self, pages: Any, position: int) -> None:
+        """``pages`` (free-list positions ``position...``) are now the caller's."""
+        self.tag[pages] = self.count[position : position + len(pages)]
+
+    def adopt(self, pages: Any) -> None:
+        """A cache node owns the caller's ``pages`` (checked by ``check_caller``)."""
+        self.tag[pages] = CACHED_TAG
+
+    def give_back(self, pages: Any) -> None:
+        """``pages`` are free again."""
+        self.tag[pages] = FREE_TAG
+
+    def disown(self, pages: Any) -> None:
+        """A cache node's ``pages`` are the caller's again (for a ``free`` override to free)."""
+        self.tag[pages] = self.count[: len(pages)]
 
     # -------------------------------------------------------------- checks
-    def check(self, pages: Any, state: int, what: str) -> None:
-        """Raise ValueError, naming the culprits, unless every page is in ``state``, once.
+    def check_caller(self, pages: Any, what: str) -> None:
+        """Raise ValueError, naming the culprits, unless each page is a caller's, once.
 
         ``what`` starts the message, e.g. ``"KVPool.free: indices"``.
         """
-        self.check_state(pages, state, what)
-        if len(pages) > 1 and self.has_repeats(pages):
+        k = len(pages)
+        if k == 0:
+            return
+        held = self.tag[pages]
+        first = int(held[0])
+        if first >= 0:
+            if k == 1:
+                return
+            stop = first + k
+            if stop <= self._num_pages and self._same(held, self.count[first:stop]):
+                return  # one alloc's pages, in order: the usual case, one gather
+        if not bool((held < 0).any()):
+            if not self._has_repeats(pages):
+                return  # a caller's pages from several allocations
             raise ValueError(f"{what}: {self._repeated(pages)}")
+        raise ValueError(f"{what}: {self._misowned(pages, held, CALLER)}")
 
-    def check_state(self, pages: Any, state: int, what: str) -> None:
-        """Raise ValueError, naming the culprits, unless every page is in ``state``."""
+    def _same(self, a: Any, b: Any) -> bool:
+        """Whether two int64 arrays are equal; on cpu one memcmp (both are contiguous)."""
+        if self._on_cpu:
+            return bool(a.tobytes() == b.tobytes())
+        return bool(torch.equal(a, b))
+
+    def check_cached(self, pages: Any, what: str) -> None:
+        """Raise ValueError, naming the culprits, unless every page is a cache node's."""
         if len(pages) == 0:
             return
-        held = self.owner[pages]
-        wrong = bool(held.any()) if state == CALLER else bool((held != state).any())
-        if wrong:
-            raise ValueError(f"{what}: {self._misowned(pages, held, state)}")
+        held = self.tag[pages]
+        if int(held.max()) != CACHED_TAG:  # the lowest tag: the max says all of them
+            raise ValueError(f"{what}: {self._misowned(pages, held, CACHED)}")
 
-    def has_repeats(self, pages: Any) -> bool:
+    def _has_repeats(self, pages: Any) -> bool:
         """Whether some page is listed twice: each page writes its position, a repeat loses one."""
         k = len(pages)
-        mark, positions = self._mark, self._count[:k]
+        mark, positions = self._mark, self.count[:k]
         mark[pages] = positions
         return not bool((mark[pages] == positions).all())
 
     def _misowned(self, pages: Any, held: Any, state: int) -> str:
-        held_np = _host(held)
+        states = _states_of(_host(held))
         pages_np = _host(pages)
         P = self.page_size
         parts = []
         for other, words in _STATE_WORDS.items():
-            bad = pages_np[held_np == other] if other != state else pages_np[:0]
+            bad = pages_np[states == other] if other != state else pages_np[:0]
             if len(bad):
                 parts.append(f"{describe_slots([int(p) * P for p in bad], P)} {words}")
         return "; ".join(parts)
 
     def _repeated(self, pages: Any) -> str:
-        pages_np = _host(pages)
-        uniq, counts = np.unique(pages_np, return_counts=True)
+        uniq, counts = np.unique(_host(pages), return_counts=True)
         P = self.page_size
         twice = [int(p) * P for p in uniq[counts > 1]]
         return f"{describe_slots(twice, P)} listed more than once (a slot has one owner)"
 
-    # ---------------------------------------------------------- transfers
-    def set(self, pages: Any, state: int) -> None:
-        """Move ``pages`` to ``state``; the caller has checked the move is allowed."""
-        self.owner[pages] = state
-
     def states(self) -> np.ndarray:
-        """A copy of the owner byte of every page, on the host (for checks and tests)."""
-        return _host(self.owner).copy()
+        """The state (``CALLER``, ``FREE``, ``CACHED``) of every page, on the host."""
+        return _states_of(_host(self.tag))
+
+
+def _states_of(tags: np.ndarray) -> np.ndarray:
+    out = np.full(len(tags), CALLER, dtype=np.uint8)
+    out[tags == FREE_TAG] = FREE
+    out[tags == CACHED_TAG] = CACHED
+    return out
 
 
 def _host(values: Any) -> np.ndarray:

@@ -13,7 +13,7 @@ import torch
 from mypy_extensions import mypyc_attr
 
 from radix_evict.cache.allocator import Allocator
-from radix_evict.cache.ownership import CACHED, CALLER, FREE, PageOwners
+from radix_evict.cache.ownership import FREE, FREE_TAG, PageOwners
 
 __all__ = ["Allocator", "KVPool", "default_device"]
 
@@ -40,7 +40,7 @@ class KVPool:
     """Slots ``0 .. size-1`` handed out in whole pages; every page's owner is known.
 
     Free pages live in ``stack[head:]``; ``alloc`` takes from the front by
-    moving ``head``, ``free`` pushes pages back in front of it. One owner byte
+    moving ``head``, ``free`` pushes pages back in front of it. One owner tag
     per page (:mod:`~radix_evict.cache.ownership`) says whether the page is
     free, a caller's, or a cache node's, so ``free`` refuses a double free and
     the tree's slots, and a cache refuses to take slots that are not the
@@ -87,7 +87,7 @@ class KVPool:
         self._tensors = (stack, table)  # keeps the storage behind numpy views alive
         self._head = 0
         self.owners = PageOwners(self.num_pages, page_size, dev)
-        self._owner: Any = self.owners.owner  # read on every call: one attribute away
+        self._tag: Any = self.owners.tag  # read on every free: one attribute away
         self.layers = layers
         self.k_buffer: list[torch.Tensor] = []
         self.v_buffer: list[torch.Tensor] = []
@@ -116,7 +116,7 @@ class KVPool:
             return None
         self._head = h + k
         pages = self._stack[h : h + k]
-        self._owner[pages] = CALLER
+        self.owners.hand_out(pages, h)
         slots = self.page_slots(pages)
         return torch.from_numpy(slots) if self._on_cpu else slots
 
@@ -137,27 +137,27 @@ class KVPool:
         k = len(pages)
         if k == 0:
             return
-        owner = self._owner
         if k == 1 and self._on_cpu:  # the partial last page every request frees: scalars
             page = int(pages[0])
-            if owner[page] != CALLER:
-                self.owners.check(pages, CALLER, "KVPool.free: indices")  # raises, naming it
+            tag = self._tag
+            if tag[page] < 0:
+                self.owners.check_caller(pages, "KVPool.free: indices")  # raises, naming it
             h = self._head - 1
             self._stack[h] = page
-            owner[page] = FREE
+            tag[page] = FREE_TAG
             self._head = h
             return
-        self.owners.check(pages, CALLER, "KVPool.free: indices")
+        self.owners.check_caller(pages, "KVPool.free: indices")
         self._push(pages)
 
     # The cache's side: pages move caller -> cache node -> pool, each move checked.
     def check_caller_pages(self, pages: Any, what: str) -> None:
         """Raise ValueError, naming the culprits, unless each page is a caller's, once."""
-        self.owners.check(pages, CALLER, what)
+        self.owners.check_caller(pages, what)
 
     def adopt_pages(self, pages: Any) -> None:
         """A cache node takes the caller's ``pages`` (checked by ``check_caller_pages``)."""
-        self._owner[pages] = CACHED
+        self.owners.adopt(pages)
 
     def free_caller_pages(self, pages: Any) -> None:
         """Free a caller's ``pages`` already checked by ``check_caller_pages``."""
@@ -173,14 +173,14 @@ class KVPool:
         if self._on_cpu and isinstance(pages, torch.Tensor):
             pages = pages.numpy()
         if len(pages):
-            self.owners.check_state(pages, CACHED, "KVPool.release_pages: the cache's slots")
+            self.owners.check_cached(pages, "KVPool.release_pages: the cache's slots")
             self._push(pages)
 
     def disown_pages(self, pages: Any) -> None:
         """Hand a cache node's pages back to the caller side, for a ``free`` override to free."""
         if len(pages):
-            self.owners.check_state(pages, CACHED, "KVPool.disown_pages: the cache's slots")
-            self._owner[pages] = CALLER
+            self.owners.check_cached(pages, "KVPool.disown_pages: the cache's slots")
+            self.owners.disown(pages)
 
     def pages_of(self, idx: Any, what: str) -> Any:
         """The page of each page of slots in ``idx`` (a 1-D int64 array from ``host_view``).
@@ -239,13 +239,13 @@ class KVPool:
 
     def is_allocated(self, slot: int) -> bool:
         """Whether ``slot`` is handed out, to a caller or a cache node (for checks and tests)."""
-        return int(self._owner[slot // self.page_size]) != FREE
+        return int(self._tag[slot // self.page_size]) != FREE_TAG
 
     def _push(self, pages: Any) -> None:
         k = len(pages)
         h = self._head - k
         self._stack[h : h + k] = pages
-        self._owner[pages] = FREE
+        self.owners.give_back(pages)
         self._head = h
 
     def _check_slot_tensor(self, what: str, indices: Any) -> None:
