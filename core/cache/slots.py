@@ -76,6 +76,8 @@ class SlotStorage:
         ``free_claimed`` do that once the whole call is known to succeed.
         ``start`` and ``stop`` are page-aligned.
         """
+        if start >= stop:
+            return self.empty
         idx: Any = indices.numpy() if self.on_cpu else indices
         part = idx[start:stop]
         what = f"insert: indices[{start}:{stop}]"
