@@ -6,10 +6,10 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install simulate test lint typecheck docs bench clean
+.PHONY: install simulate test lint typecheck docs bench clean sglang-env
 
 # setup.py compiles these (core/cache/compiled.py lists them): an edit needs a rebuild.
-COMPILED := $(addprefix core/cache/,$(addsuffix .py,tree eviction ownership slots pool radix_cache))
+COMPILED := $(addprefix core/cache/,$(addsuffix .py,args tree eviction ownership slots pool radix_cache))
 
 $(STAMP): pyproject.toml setup.py core/cache/compiled.py $(COMPILED) plugins_example/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,23 @@ $(STAMP): pyproject.toml setup.py core/cache/compiled.py $(COMPILED) plugins_exa
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# SGLang 0.5.23's own code for the integration tests (tests/sglang_env.py loads it): the
+# wheel is downloaded (--no-deps) and unpacked, never pip-installed (its dependencies are
+# GPU-sized); the few small packages its radix-cache import chain needs go to site/.
+SGLANG_VERSION := 0.5.23
+SGLANG_ENV     := build/sglang-env
+SGLANG_STAMP   := $(SGLANG_ENV)/.built-$(SGLANG_VERSION)
+
+$(SGLANG_STAMP): tests/sglang_env_requirements.txt | $(STAMP)
+	rm -rf $(SGLANG_ENV)
+	mkdir -p $(SGLANG_ENV)/wheel
+	$(PIP) download --no-deps --no-input -q "sglang==$(SGLANG_VERSION)" -d $(SGLANG_ENV)/wheel
+	$(PY) -m zipfile -e $(SGLANG_ENV)/wheel/sglang-$(SGLANG_VERSION)-*.whl $(SGLANG_ENV)/src
+	$(PIP) install --no-deps --no-input -q --target $(SGLANG_ENV)/site -r tests/sglang_env_requirements.txt
+	touch $@
+
+sglang-env: $(SGLANG_STAMP)
 
 simulate: $(STAMP)
 	$(VENV)/bin/radix-evict simulate
@@ -32,7 +49,7 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(CURDIR)/build/site
 
-test: lint typecheck docs
+test: lint typecheck docs sglang-env
 	$(PY) -m pytest -q tests
 	cd plugins_example && ../$(PY) -m pytest -q tests
 

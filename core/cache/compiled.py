@@ -14,6 +14,7 @@ import os
 from importlib.machinery import EXTENSION_SUFFIXES
 
 COMPILED_MODULES: tuple[str, ...] = (
+    "args",
     "tree",
     "eviction",
     "ownership",

@@ -13,21 +13,10 @@ import torch
 from mypy_extensions import mypyc_attr
 
 from radix_evict.cache.allocator import Allocator
+from radix_evict.cache.args import SlotDevice, check_int
 from radix_evict.cache.ownership import FREE, FREE_TAG, PageOwners
 
 __all__ = ["Allocator", "KVPool", "default_device"]
-
-
-def _count(what: str, value: object, low: int) -> int:
-    """``value`` as an int >= ``low``; bools, floats and the like are errors, never rounded.
-
-    ``what`` names the argument in the error, e.g. ``"KVPool: size"``.
-    """
-    if type(value) is int and value >= low:  # the common case, first
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{what} must be an integer >= {low}, got {value!r}")
-    return int(value)
 
 
 def default_device() -> torch.device:
@@ -61,44 +50,43 @@ class KVPool:
     ) -> None:
         # Counts are annotated SupportsIndex, not int, so that a compiled build does not
         # coerce a bool on the way in: the checks here see exactly what the caller passed.
-        size = _count("KVPool: size", size, 1)
-        page_size = _count("KVPool: page_size", page_size, 1)
-        layers = _count("KVPool: layers", layers, 0)
-        heads = _count("KVPool: heads", heads, 1)
-        head_dim = _count("KVPool: head_dim", head_dim, 1)
-        if size % page_size:
-            raise ValueError(
-                f"KVPool: size {size} is not a whole number of pages of {page_size} tokens"
-            )
-        self.size = size
-        self.page_size = page_size
-        self._device = torch.device(device) if device is not None else default_device()
-        self.num_pages = size // page_size
-        dev = self._device
+        self.size: int = check_int("KVPool: size", size, 1)
+        self.page_size: int = check_int("KVPool: page_size", page_size, 1)
+        self.layers: int = check_int("KVPool: layers", layers, 0)
+        shape = (
+            self.size,
+            check_int("KVPool: heads", heads, 1),
+            check_int("KVPool: head_dim", head_dim, 1),
+        )
+        n, P = self.size, self.page_size
+        if n % P:
+            raise ValueError(f"KVPool: size {n} is not a whole number of pages of {P} tokens")
+        self.slot_device = SlotDevice(device if device is not None else default_device())
+        dev = self.slot_device.device
+        on_cpu = self.slot_device.on_cpu
+        self.num_pages = n // P
         stack = torch.arange(self.num_pages, dtype=torch.int64, device=dev)
         # Row p holds page p's slots: gathering rows spells pages out as slots at copy
         # speed (a broadcast add is ~3x slower). 8 bytes per slot, next to KV of
         # kilobytes per slot in a real pool.
-        table = torch.arange(size, dtype=torch.int64, device=dev).view(self.num_pages, page_size)
-        self._on_cpu = dev.type == "cpu"
+        table = torch.arange(n, dtype=torch.int64, device=dev).view(self.num_pages, P)
         # The arrays the methods work on: numpy views on cpu, the tensors elsewhere.
-        self._stack: Any = stack.numpy() if self._on_cpu else stack
-        self._table: Any = table.numpy() if self._on_cpu else table
+        self._stack: Any = stack.numpy() if on_cpu else stack
+        self._table: Any = table.numpy() if on_cpu else table
         self._tensors = (stack, table)  # keeps the storage behind numpy views alive
         self._head = 0
-        self.owners = PageOwners(self.num_pages, page_size, dev)
+        self.owners = PageOwners(self.num_pages, P, dev)
         self._tag: Any = self.owners.tag  # read on every free: one attribute away
-        self.layers = layers
         self.k_buffer: list[torch.Tensor] = []
         self.v_buffer: list[torch.Tensor] = []
-        if layers:
-            shape = (size, heads, head_dim)
-            self.k_buffer = [torch.zeros(shape, dtype=dtype, device=dev) for _ in range(layers)]
-            self.v_buffer = [torch.zeros(shape, dtype=dtype, device=dev) for _ in range(layers)]
+        if self.layers:
+            layer_range = range(self.layers)
+            self.k_buffer = [torch.zeros(shape, dtype=dtype, device=dev) for _ in layer_range]
+            self.v_buffer = [torch.zeros(shape, dtype=dtype, device=dev) for _ in layer_range]
 
     @property
     def device(self) -> torch.device:
-        return self._device
+        return self.slot_device.device
 
     def available_size(self) -> int:
         """Free slots (always whole pages)."""
@@ -106,7 +94,7 @@ class KVPool:
 
     def alloc(self, n: SupportsIndex) -> torch.Tensor | None:
         """``n`` slot indices on the pool's device, or None if fewer are free."""
-        count = _count("KVPool.alloc: n", n, 0)
+        count = check_int("KVPool.alloc: n", n, 0)
         P = self.page_size
         if count % P:
             raise ValueError(f"KVPool.alloc: n={count} is not a multiple of page_size {P}")
@@ -118,12 +106,12 @@ class KVPool:
         pages = self._stack[h : h + k]
         self.owners.hand_out(pages, h)
         slots = self.page_slots(pages)
-        return torch.from_numpy(slots) if self._on_cpu else slots
+        return torch.from_numpy(slots) if self.slot_device.on_cpu else slots
 
     def page_slots(self, pages: Any) -> Any:
         """A new 1-D array of the slots of ``pages`` (numpy on cpu, a tensor elsewhere)."""
         if self.page_size == 1:
-            return pages.copy() if self._on_cpu else pages.clone()
+            return pages.copy() if self.slot_device.on_cpu else pages.clone()
         return self._table[pages].reshape(-1)
 
     def free(self, indices: torch.Tensor) -> None:
@@ -132,12 +120,12 @@ class KVPool:
         Raises, freeing nothing, on a slot that is outside the pool, listed
         twice, already free, or owned by a cache node (the cache frees those).
         """
-        self._check_slot_tensor("KVPool.free: indices", indices)
+        self.slot_device.check("KVPool.free: indices", indices)
         pages = self.pages_of(self.host_view(indices), "KVPool.free: indices")
         k = len(pages)
         if k == 0:
             return
-        if k == 1 and self._on_cpu:  # the partial last page every request frees: scalars
+        if k == 1 and self.slot_device.on_cpu:  # the partial last page every request frees: scalars
             page = int(pages[0])
             tag = self._tag
             if tag[page] < 0:
@@ -170,7 +158,7 @@ class KVPool:
         A page has one owning node (adoption checks that), so a page is
         released twice only if a node is, and the second release finds it free.
         """
-        if self._on_cpu and isinstance(pages, torch.Tensor):
+        if self.slot_device.on_cpu and isinstance(pages, torch.Tensor):
             pages = pages.numpy()
         if len(pages):
             self.owners.check_cached(pages, "KVPool.release_pages: the cache's slots")
@@ -194,10 +182,10 @@ class KVPool:
             return idx
         P = self.page_size
         size = self.size
-        if n == 1 and self._on_cpu:
+        if n == 1 and self.slot_device.on_cpu:
             if not 0 <= int(idx[0]) < size:
                 raise ValueError(self._outside(idx, what))
-        elif self._on_cpu:
+        elif self.slot_device.on_cpu:
             if int(idx.view(np.uint64).max()) >= size:  # a negative slot wraps to a huge one
                 raise ValueError(self._outside(idx, what))
         elif int(idx.min()) < 0 or int(idx.max()) >= size:
@@ -217,7 +205,7 @@ class KVPool:
 
     def host_view(self, indices: torch.Tensor) -> Any:
         """``indices`` as the array type the pool computes with (numpy on cpu)."""
-        if self._on_cpu:
+        if self.slot_device.on_cpu:
             return indices.numpy().astype(np.int64, copy=False)
         return indices.long()
 
@@ -248,30 +236,9 @@ class KVPool:
         self.owners.give_back(pages)
         self._head = h
 
-    def _check_slot_tensor(self, what: str, indices: Any) -> None:
-        """Raise the error that says what is wrong with a tensor of slots."""
-        if (  # the usual case in one test: a 1-D int64 tensor where the pool is
-            type(indices) is torch.Tensor
-            and indices.dtype is torch.int64
-            and indices.dim() == 1
-            and (indices.is_cpu if self._on_cpu else indices.device == self._device)
-        ):
-            return
-        if not isinstance(indices, torch.Tensor):
-            raise TypeError(
-                f"{what}: expected a torch tensor of slots, got {type(indices).__name__}"
-            )
-        if indices.dtype == torch.bool or indices.dtype.is_floating_point or indices.is_complex():
-            raise TypeError(f"{what}: slots must be integers, got dtype {indices.dtype}")
-        if indices.device != self._device:
-            raise ValueError(
-                f"{what}: slots are on {indices.device} but the pool is on {self._device}"
-            )
-        if indices.dim() != 1:
-            raise ValueError(f"{what}: slots must be 1-D, got shape {tuple(indices.shape)}")
-
     def __repr__(self) -> str:
         return (
-            f"KVPool(size={self.size}, page_size={self.page_size}, device={str(self._device)!r}, "
+            f"KVPool(size={self.size}, page_size={self.page_size}, "
+            f"device={str(self.slot_device.device)!r}, "
             f"free={self.available_size()}, layers={self.layers})"
         )

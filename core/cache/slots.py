@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from radix_evict.cache.args import SlotDevice
 from radix_evict.cache.pool import Allocator, KVPool
 
 SlotArray = np.ndarray | torch.Tensor
@@ -50,21 +51,22 @@ class SlotStorage:
 
     def __init__(self, pool: Allocator) -> None:
         self.page_size = P = int(pool.page_size)
-        self.device = torch.device(pool.device)
-        self.on_cpu = self.device.type == "cpu"
+        # A KVPool's own device record, so the on-cpu flag is derived once per pool.
+        self.slot_device = pool.slot_device if isinstance(pool, KVPool) else SlotDevice(pool.device)
+        self.on_cpu = on_cpu = self.slot_device.on_cpu
         self._pool = pool
         self._kvpool: KVPool | None = pool if isinstance(pool, KVPool) else None
         self._plain_free = frees_like_kvpool(pool)
         size = getattr(pool, "size", None)
         self._size: int | None = size if type(size) is int else None
-        offsets = torch.arange(P, dtype=torch.int64, device=self.device)
-        self._offsets: Any = offsets.numpy() if self.on_cpu else offsets
+        offsets = torch.arange(P, dtype=torch.int64, device=self.slot_device.device)
+        self._offsets: Any = offsets.numpy() if on_cpu else offsets
         # A KVPool spells pages out from its slot table; other allocators get a broadcast.
         self._page_slots: Any = pool.page_slots if isinstance(pool, KVPool) else None
         self.empty: Any = (
             np.empty(0, dtype=np.int64)
-            if self.on_cpu
-            else torch.empty(0, dtype=torch.int64, device=self.device)
+            if on_cpu
+            else torch.empty(0, dtype=torch.int64, device=self.slot_device.device)
         )
 
     def claim(self, indices: torch.Tensor, start: int, stop: int) -> Any:
