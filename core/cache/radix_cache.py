@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Mapping
 from typing import Any, NamedTuple, SupportsIndex
 
 import numpy as np
@@ -30,7 +31,7 @@ from radix_evict.cache.tree import (
     common_prefix_len,
     key_view,
 )
-from radix_evict.policies.contract import EvictionPolicy
+from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
 from radix_evict.policies.registry import registry
 
 
@@ -58,6 +59,9 @@ class RadixCache:
 
     ``policy`` is a registered policy name (validated with ``policy_config``
     before anything else happens) or an :class:`EvictionPolicy` instance.
+    ``policy_config`` is None, a dict, a JSON string, or an instance of the
+    policy's own config model, used as it is (a validated, frozen object, so
+    one can serve many caches); another model's instance is an error.
     """
 
     def __init__(
@@ -65,7 +69,7 @@ class RadixCache:
         pool: Allocator,
         page_size: SupportsIndex | None = None,
         policy: str | EvictionPolicy = "lru",
-        policy_config: dict[str, Any] | str | None = None,
+        policy_config: Mapping[str, Any] | str | PolicyConfig | None = None,
     ) -> None:
         if isinstance(policy, EvictionPolicy):
             if policy_config is not None:

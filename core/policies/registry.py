@@ -39,6 +39,7 @@ from radix_evict.policies.config import (
     validate_config,
 )
 from radix_evict.policies.contract import EvictionPolicy, NoConfig, PolicyConfig
+from radix_evict.policies.derive import ConfigDeriver
 from radix_evict.policies.plugins import (
     ENV_VAR,
     GROUP,
@@ -85,6 +86,9 @@ class PolicySpec:
     some package extends the choice list with them. ``distribution``,
     ``version`` and ``entry_point`` are filled in by the registry from the
     entry point the spec came through; whatever a plugin sets there is replaced.
+    ``derive_config`` (optional) derives a config from a workload's measured
+    statistics when a simulation runs the policy without one
+    (:mod:`radix_evict.policies.derive`).
     """
 
     name: str
@@ -95,6 +99,7 @@ class PolicySpec:
     distribution: str | None = None
     version: str | None = None
     entry_point: str | None = None
+    derive_config: ConfigDeriver | None = None
 
     def __post_init__(self) -> None:
         if self.config_model is None:
@@ -158,6 +163,7 @@ class _State:
 
     specs: dict[str, PolicySpec] = field(default_factory=dict)
     choices: list[str] = field(default_factory=list)
+    own_choices: list[str] = field(default_factory=list)
     plugins: list[LoadedPlugin] = field(default_factory=list)
     skipped: list[PluginSource] = field(default_factory=list)
     failures: list[PluginFailure] = field(default_factory=list)
@@ -184,6 +190,11 @@ def _check_spec(spec: Any, src: PluginSource) -> PolicySpec:
     if spec.policy.score is EvictionPolicy.score:
         raise PolicyRegistrationError(
             f"policy {name!r}: {spec.policy.__name__} does not define score()"
+        )
+    if spec.derive_config is not None and not callable(spec.derive_config):
+        raise PolicyRegistrationError(
+            f"policy {name!r}: derive_config must be a function of the workload's stats, "
+            f"got {spec.derive_config!r}"
         )
     problems = config_model_problems(spec.config_model)
     if problems:
@@ -288,6 +299,7 @@ class Registry:
                 if src.builtin and not spec.hidden:
                     base.append(spec.name)
             extensions.extend((src, n) for n in result.choices)
+        st.own_choices = list(base)
         choices = list(base)
         for src, n in extensions:
             if n not in st.specs:
@@ -344,6 +356,14 @@ class Registry:
         if not extended:
             return list(st.choices)
         return [*st.choices, *(n for n in st.specs if n not in st.choices)]
+
+    def own_choices(self) -> list[str]:
+        """radix-evict's own public policies: the choice list before plugins extended it.
+
+        What ``simulate`` runs when no ``--policy`` is given (an extension runs
+        when asked for).
+        """
+        return list(self._ensure().own_choices)
 
     # ------------------------------------------------------------------ lookup
     def get(self, name: str) -> PolicySpec:
@@ -433,17 +453,18 @@ class Registry:
 
     # ------------------------------------------------------------------ config
     def parse_config(self, name: str, config: ConfigInput | Any = None) -> PolicyConfig:
-        """Validate ``config`` for ``name``; raises PolicyConfigError listing every problem."""
-        spec = self._resolve(name)
-        cfg, problems = validate_config(name, spec.config_model, config)
-        if problems or cfg is None:
-            raise PolicyConfigError.from_problems(name, problems)
-        return cfg
+        """Validate ``config`` for ``name``; raises PolicyConfigError listing every problem.
+
+        An instance of the policy's own config model is returned as it is
+        (it is frozen and was validated when it was built).
+        """
+        return _parse(self._resolve(name), config)
 
     def load_policy(self, name: str, config: ConfigInput | Any = None) -> EvictionPolicy:
-        """Build policy ``name`` with a validated config (None, a dict or a JSON string)."""
+        """Build policy ``name`` with a validated config (None, a dict, a JSON string or
+        an instance of its config model)."""
         spec = self._resolve(name)
-        cfg = self.parse_config(name, config)
+        cfg = _parse(spec, config)
         try:
             return spec.policy(cfg)
         except Exception as e:  # a valid config the policy still refuses: its own bug
@@ -508,6 +529,13 @@ class Registry:
         if defs:
             out["$defs"] = defs
         return out
+
+
+def _parse(spec: PolicySpec, config: ConfigInput | Any) -> PolicyConfig:
+    cfg, problems = validate_config(spec.name, spec.config_model, config)
+    if problems or cfg is None:
+        raise PolicyConfigError.from_problems(spec.name, problems)
+    return cfg
 
 
 def _without_title(schema: dict[str, Any]) -> dict[str, Any]:

@@ -21,14 +21,11 @@ from radix_evict.sim.workloads.base import (
     Request,
     Session,
     SessionWorkload,
-    TlruSuggestion,
     Turn,
     Workload,
     WorkloadError,
     WorkloadParams,
     param_docs,
-    suggest_tlru,
-    tlru_threshold_rule,
 )
 from radix_evict.sim.workloads.trace import (
     MooncakeTrace,
@@ -133,7 +130,6 @@ __all__ = [
     "Request",
     "Session",
     "SessionWorkload",
-    "TlruSuggestion",
     "TraceError",
     "TraceFileError",
     "TraceParams",
@@ -145,7 +141,5 @@ __all__ = [
     "get_workload",
     "load_trace",
     "param_docs",
-    "suggest_tlru",
-    "tlru_threshold_rule",
     "workload_names",
 ]
