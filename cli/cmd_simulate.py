@@ -25,6 +25,7 @@ from . import output
 from .errors import EXIT_USAGE, CliError, mark_json
 from .options import parse_params
 from .simulate_derived import derived_notes
+from .simulate_preflight import check_output, check_params, check_pool, check_workload_pools
 from .simulate_recommend import RULE, Recommendation, recommend
 from .simulate_report import (
     TIERS_WORKLOAD,
@@ -40,18 +41,6 @@ from .simulate_setup import ALL, build_runs, build_trace, build_workloads, param
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 
-def _check_output(path: Path | None, option: str, suffixes: Sequence[str] = ()) -> None:
-    """Fail before minutes of replay, not after, when an output file cannot be written."""
-    if path is None:
-        return
-    if suffixes and path.suffix.lower() not in suffixes:
-        raise CliError(f"{option} {path}: use a file name ending in {', '.join(suffixes)}",
-                       EXIT_USAGE)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise CliError(f"{option} {path}: directory {parent} does not exist", EXIT_USAGE)
-    if path.is_dir():
-        raise CliError(f"{option} {path}: is a directory", EXIT_USAGE)
 
 
 def _warn_failed(results: Sequence[ReplayResult]) -> None:
@@ -112,6 +101,16 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
     wall = time.perf_counter() - t0
     rec = recommend(results)
     _warn_failed(results)
+
+    def draw() -> None:
+        from .simulate_plot import plot_single
+
+        assert plot is not None
+        plot_single(plot, results, f"{wl.name}: pool {results[0].pool_tokens:,} tokens, "
+                                   f"page {page_size}; recommended: {rec.policy}", bound)
+
+    # Files first: if one fails, stdout has not yet had its one JSON document.
+    _write_extras(plot, metrics, draw, results)
     if json_out:
         data: dict[str, Any] = {
             "mode": "trace" if wl.name.startswith("trace:") else "workload",
@@ -136,15 +135,6 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
     output.note(f"wall time {wall:.2f} s for {len(results)} replays of "
                 f"{wl.num_requests:,} requests")
 
-    def draw() -> None:
-        from .simulate_plot import plot_single
-
-        assert plot is not None
-        plot_single(plot, results, f"{wl.name}: pool {results[0].pool_tokens:,} tokens, "
-                                   f"page {page_size}; recommended: {rec.policy}", bound)
-
-    _write_extras(plot, metrics, draw, results)
-
 
 def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int | None,
                 page_size: int, seed: int, json_out: bool, plot: Path | None,
@@ -168,6 +158,15 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
     winners = {w: rec.policy for w, rec in recs.items()}
     _warn_failed(m.results)
     tiers = [r for r in m.results if r.workload == TIERS_WORKLOAD]
+
+    def draw() -> None:
+        from .simulate_plot import plot_matrix
+
+        assert plot is not None
+        plot_matrix(plot, names, m.policies, m.results, winners,
+                    f"policy x workload (page {page_size}, seed {seed})", bounds)
+
+    _write_extras(plot, metrics, draw, m.results)  # before the one JSON document
     if json_out:
         data = m.to_dict()
         data.update({"mode": "matrix", "seed": seed, "page_size": page_size,
@@ -189,21 +188,12 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
             _print_recommendation(rec, prefix=f"{w}: ")
     output.note(f"wall time {wall:.2f} s for {len(m.results)} replays")
 
-    def draw() -> None:
-        from .simulate_plot import plot_matrix
 
-        assert plot is not None
-        plot_matrix(plot, names, m.policies, m.results, winners,
-                    f"policy x workload (page {page_size}, seed {seed})", bounds)
-
-    _write_extras(plot, metrics, draw, m.results)
-
-
-def _run_engine(name: str, params: dict[str, Any], runs: list[PolicyRun], *,
+def _run_engine(setup: tuple[Workload, list[Any]], runs: list[PolicyRun], *,
                 pool_tokens: int | None, page_size: int, seed: int, device: str,
                 baseline: bool, json_out: bool, progress: bool) -> None:
     """--model tiny: real K/V through the tiny decoder, measured TTFT per policy."""
-    from .simulate_engine import run_engine, tiny_setup
+    from .simulate_engine import run_engine
 
     if _device_name(device) == "cuda":
         import torch
@@ -211,7 +201,9 @@ def _run_engine(name: str, params: dict[str, Any], runs: list[PolicyRun], *,
         if not torch.cuda.is_available():
             raise CliError("--device cuda: no CUDA device is available (use --device cpu)",
                            EXIT_USAGE)
-    wl, requests = tiny_setup(name, seed, params)
+    wl, requests = setup
+    if not requests:
+        raise CliError(f"{wl.name}: no request left to replay after shrinking", EXIT_USAGE)
     dev = None if device == "auto" else device
     output.note(f"model tiny on {_device_name(device)}: workload {wl.name} shrunk to "
                 f"{len(requests)} requests")
@@ -256,8 +248,17 @@ ParamOpt = Annotated[list[str] | None, typer.Option(
     help="Workload parameter KEY=VALUE or WORKLOAD.KEY=VALUE (repeatable), e.g. convs=50.")]
 TraceOpt = Annotated[Path | None, typer.Option(
     "--trace",
-    help="Mooncake JSONL trace ({timestamp, input_length, output_length, hash_ids}, 512-token "
-         "blocks); default pool 4,000,000 tokens.")]
+    help="JSONL trace: Mooncake (512-token blocks), Alibaba Bailian/Qwen (16-token blocks, "
+         "linked turns) or ServeGen offline, detected from the first record (see "
+         "--trace-format); default pool 4,000,000 tokens.")]
+TraceFormatOpt = Annotated[str, typer.Option(
+    "--trace-format",
+    help="With --trace: 'auto' (detect from the first record) or an installed format: "
+         "mooncake, bailian, servegen, or one a package adds (entry points "
+         "radix_evict.trace_formats).")]
+BlockSizeOpt = Annotated[int | None, typer.Option(
+    "--block-size", min=1,
+    help="With --trace: tokens per hash_id block (default: the format's; ServeGen needs it).")]
 PoolOpt = Annotated[int | None, typer.Option(
     "--pool-tokens", min=1, help="KV pool size in tokens (default: the workload's).")]
 PageOpt = Annotated[int, typer.Option("--page-size", min=1, help="Tokens per KV page.")]
@@ -296,6 +297,8 @@ def simulate(
     workload: WorkloadOpt = None,
     param: ParamOpt = None,
     trace: TraceOpt = None,
+    trace_format: TraceFormatOpt = "auto",
+    block_size: BlockSizeOpt = None,
     pool_tokens: PoolOpt = None,
     page_size: PageOpt = 1,
     seed: SeedOpt = 0,
@@ -325,33 +328,47 @@ def simulate(
         raise CliError("give --trace or --workload, not both", EXIT_USAGE)
     if device not in ("auto", "cpu", "cuda"):
         raise CliError(f"--device {device!r}: use auto, cpu or cuda", EXIT_USAGE)
-    _check_output(plot, "--plot", PLOT_SUFFIXES)
-    _check_output(metrics, "--enable-metrics")
+    check_output(plot, "--plot", PLOT_SUFFIXES)
+    check_output(metrics, "--enable-metrics")
+    if plot is not None:
+        from .simulate_plot import pyplot
+
+        pyplot()  # matplotlib missing: say so now, not after the replay
+    if trace is None and (trace_format != "auto" or block_size is not None):
+        raise CliError("--trace-format and --block-size go with --trace", EXIT_USAGE)
     params = parse_params(param or [])
+    check_params(params)
+    check_pool(pool_tokens, page_size)
     name = workload or DEFAULT_WORKLOAD
     if model is not None:
         from .simulate_engine import MODELS
 
         if model not in MODELS:
             raise CliError(f"--model {model!r}: models: {', '.join(MODELS)}", EXIT_USAGE)
-        if trace is not None or len(workload_list(name)) != 1:
-            raise CliError("--model tiny replays one built-in workload (no --trace, no 'all')",
+        if trace is None and len(workload_list(name)) != 1:
+            raise CliError("--model tiny replays one workload or one trace (no 'all')",
                            EXIT_USAGE)
         if plot is not None or metrics is not None or oracle:
             raise CliError("--plot, --enable-metrics and --oracle are for token replays, "
                            "not --model", EXIT_USAGE)
         runs = build_runs(policy, config)
-        _run_engine(name, params_for(name, params, all_mode=False), runs,
+        from .simulate_engine import tiny_setup, tiny_trace_setup
+
+        setup = (tiny_trace_setup(build_trace(trace, params, trace_format, block_size))
+                 if trace is not None else
+                 tiny_setup(name, seed, params_for(name, params, all_mode=False)))
+        _run_engine(setup, runs,
                     pool_tokens=pool_tokens, page_size=page_size, seed=seed, device=device,
                     baseline=baseline, json_out=json_out, progress=progress)
         return
     if trace is not None:
         runs = build_runs(policy, config)
-        wl = build_trace(trace, params)
+        wl = build_trace(trace, params, trace_format, block_size)
         wls = [wl]
     else:
         wls = build_workloads(name, params, seed)
         runs = build_runs(policy, config)
+    check_workload_pools(wls, pool_tokens, page_size)
     common: dict[str, Any] = {"pool_tokens": pool_tokens, "page_size": page_size, "seed": seed,
                               "json_out": json_out, "plot": plot, "metrics": metrics,
                               "progress": progress, "jobs": jobs, "oracle": oracle}

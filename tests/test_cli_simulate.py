@@ -279,10 +279,10 @@ def test_model_tiny_reports_ttft_next_to_token_figures() -> None:
     assert data["recommendation"]["policy"] == "lru"
 
 
-def test_model_rejects_unknown_models_and_traces(tmp_path: Path) -> None:
+def test_model_rejects_unknown_models_and_the_matrix(tmp_path: Path) -> None:
     assert run("--model", "huge").exit_code == 2
     r = run("--model", "tiny", "--workload", "all")
-    assert r.exit_code == 2 and "one built-in workload" in r.stderr
+    assert r.exit_code == 2 and "one workload or one trace" in r.stderr
 
 
 # ----------------------------------------------------------------------------- recommendation
