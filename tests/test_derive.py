@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from conftest import run_cli
 from pydantic import Field
-from typer.testing import CliRunner
 
 import radix_evict.policies.config as config_mod
 from radix_evict import (
@@ -23,7 +23,6 @@ from radix_evict import (
 )
 from radix_evict.builtin_policies.frequency import SLRUConfig
 from radix_evict.builtin_policies.tlru import TLRUConfig
-from radix_evict.cli import app
 from radix_evict.policies.derive import DerivedConfig, WorkloadStats
 from radix_evict.sim.configs import DERIVED, describe_workload, resolve_config
 from radix_evict.sim.replay import PolicyRun, as_runs, replay, replay_policies
@@ -90,11 +89,11 @@ def test_a_plugin_policy_runs_with_its_derived_config(windowed: Any) -> None:
 
 def test_the_cli_says_and_marks_a_plugin_derived_config(windowed: Any) -> None:
     windowed(_by_mean)
-    r = CliRunner().invoke(app, ["simulate", *SMALL, "-p", "windowed", "-p", "lru"])
+    r = run_cli("simulate", *SMALL, "-p", "windowed", "-p", "lru")
     assert r.exit_code == 0, r.output
     assert "windowed: no --config given, so simulate derives it from chat" in r.stderr
     assert "(derived)" in r.stdout
-    r = CliRunner().invoke(app, ["simulate", *SMALL, "-p", "windowed", "--json"])
+    r = run_cli("simulate", *SMALL, "-p", "windowed", "--json")
     data = json.loads(r.stdout)
     assert data["windowed_derived"]["chat"]["derivation"].startswith("window = mean growth")
     assert data["tlru_derived"] == {}, "tlru did not run, so nothing was derived for it"
@@ -108,7 +107,7 @@ def test_a_mapping_is_a_derived_config_too(windowed: Any) -> None:
 
 def test_without_a_deriver_a_required_key_fails_before_replaying(windowed: Any) -> None:
     windowed(None)
-    r = CliRunner().invoke(app, ["simulate", *SMALL, "-p", "windowed"])
+    r = run_cli("simulate", *SMALL, "-p", "windowed")
     assert r.exit_code == 1 and "window" in r.stderr and "required key is missing" in r.stderr
     assert "Traceback" not in r.stderr
 
@@ -123,10 +122,10 @@ def test_a_bad_deriver_is_a_clear_error(windowed: Any, deriver: Any, needle: str
     with pytest.raises(PolicyConfigError, match=needle) as e:
         replay(get_workload("chat", convs=10), "windowed", pool_tokens=6000)
     assert "'windowed'" in str(e.value) and "'test-derive'" in str(e.value), "names whose"
-    r = CliRunner().invoke(app, ["simulate", *SMALL, "-p", "windowed"])
+    r = run_cli("simulate", *SMALL, "-p", "windowed")
     assert r.exit_code == 1 and needle in r.stderr and "Traceback" not in r.stderr
     # A broken deriver of a policy that does not run changes nothing.
-    ok = CliRunner().invoke(app, ["simulate", *SMALL, "-p", "lru", "--json"])
+    ok = run_cli("simulate", *SMALL, "-p", "lru", "--json")
     assert ok.exit_code == 0, ok.output
     assert "suggested_windowed" not in json.loads(ok.stdout)["workload"]
 
@@ -173,8 +172,8 @@ def test_a_cli_config_is_parsed_and_validated_once(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(config_mod, "parse_json_config", parse)
     monkeypatch.setattr(TLRUConfig, "model_validate", classmethod(validate))
     cfg = '{"threshold": 640, "next_prompt_estimate": 100}'
-    r = CliRunner().invoke(app, ["simulate", *SMALL, "--jobs", "1", "-p", "tlru", "-c", cfg,
-                                 "-p", "lru", "--json"])
+    r = run_cli("simulate", *SMALL, "--jobs", "1", "-p", "tlru", "-c", cfg,
+                                 "-p", "lru", "--json")
     assert r.exit_code == 0, r.output
     given = {"threshold": 640, "next_prompt_estimate": 100}
     assert parsed == [cfg] and validated.count(given) == 1

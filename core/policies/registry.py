@@ -35,11 +35,9 @@ from radix_evict.policies.config import (
     config_model_problems,
     describe_model,
     did_you_mean,
-    suggest,
     validate_config,
 )
-from radix_evict.policies.contract import EvictionPolicy, NoConfig, PolicyConfig
-from radix_evict.policies.derive import ConfigDeriver
+from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
 from radix_evict.policies.plugins import (
     ENV_VAR,
     GROUP,
@@ -56,6 +54,7 @@ from radix_evict.policies.plugins import (
     select_plugins,
     watch_interrupts,
 )
+from radix_evict.policies.spec import PolicySpec
 
 __all__ = [
     "ChoiceProblem",
@@ -77,46 +76,6 @@ EXTEND_HOW = (
     "to offer it, install (or write) a package whose radix_evict_extend_choices hook "
     "extends the choice list with it (plugins_example/ shows how; it adds 'fifo')"
 )
-
-
-@dataclass(frozen=True)
-class PolicySpec:
-    """What a plugin passes to ``register``: one policy and how to present it.
-
-    ``config_model`` defaults to the policy class's ``Config``. ``hidden``
-    policies are registered but not offered as ``--policy`` choices until
-    some package extends the choice list with them. ``distribution``,
-    ``version`` and ``entry_point`` are filled in by the registry from the
-    entry point the spec came through; whatever a plugin sets there is replaced.
-    ``derive_config`` (optional) derives a config from a workload's measured
-    statistics when a simulation runs the policy without one
-    (:mod:`radix_evict.policies.derive`).
-    """
-
-    name: str
-    policy: type[EvictionPolicy]
-    config_model: type[PolicyConfig] = None  # type: ignore[assignment]
-    summary: str = ""
-    hidden: bool = False
-    distribution: str | None = None
-    version: str | None = None
-    entry_point: str | None = None
-    derive_config: ConfigDeriver | None = None
-
-    def __post_init__(self) -> None:
-        if self.config_model is None:
-            object.__setattr__(self, "config_model", getattr(self.policy, "Config", NoConfig))
-
-    @property
-    def source(self) -> str:
-        """``dist version (entry point 'ep')``: how messages name where this came from."""
-        ver = f" {self.version}" if self.version else ""
-        return f"{self.distribution or '?'}{ver} (entry point {self.entry_point!r})"
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        """The config keys this policy accepts."""
-        return tuple(f.alias or n for n, f in self.config_model.model_fields.items())
 
 
 @dataclass(frozen=True)
@@ -208,19 +167,18 @@ def _check_spec(spec: Any, src: PluginSource) -> PolicySpec:
         raise PolicyRegistrationError(
             f"policy name {name!r} is invalid: use 1-64 lowercase letters, digits, '_' or '-'"
         )
-    if not (isinstance(spec.policy, type) and issubclass(spec.policy, EvictionPolicy)):
+    kind: Any = spec.policy
+    if not (isinstance(kind, type) and issubclass(kind, EvictionPolicy)):
         raise PolicyRegistrationError(
-            f"policy {name!r}: {spec.policy!r} is not a subclass of radix_evict.EvictionPolicy"
-        )
-    if spec.policy.score is EvictionPolicy.score:
-        raise PolicyRegistrationError(
-            f"policy {name!r}: {spec.policy.__name__} does not define score()"
+            f"policy {name!r}: {kind!r} is not a subclass of radix_evict.EvictionPolicy"
         )
     if spec.derive_config is not None and not callable(spec.derive_config):
         raise PolicyRegistrationError(
             f"policy {name!r}: derive_config must be a function of the workload's stats, "
             f"got {spec.derive_config!r}"
         )
+    if getattr(kind, "score", None) is EvictionPolicy.score:
+        raise PolicyRegistrationError(f"policy {name!r}: {kind.__name__} does not define score()")
     problems = config_model_problems(spec.config_model)
     if problems:
         raise PolicyRegistrationError(
@@ -515,6 +473,20 @@ class Registry:
         """
         return _parse(self._resolve(name), config)
 
+    def source_of(self, policy: EvictionPolicy) -> str | None:
+        """Where ``policy``'s class was registered from, for error messages; None if unknown.
+
+        Asks nothing of a registry that has not loaded yet: a policy built by
+        hand is no reason to import every plugin.
+        """
+        if self._state is None:
+            return None
+        kind = type(policy)
+        for spec in self._state.specs.values():
+            if spec.policy is kind:
+                return spec.source
+        return None
+
     def load_policy(self, name: str, config: ConfigInput | Any = None) -> EvictionPolicy:
         """Build policy ``name`` with a validated config (None, a dict, a JSON string or
         an instance of its config model)."""
@@ -647,11 +619,6 @@ def _rewrite_refs(node: Any, prefix: str) -> Any:
     if isinstance(node, list):
         return [_rewrite_refs(x, prefix) for x in node]
     return node
-
-
-def suggest_policy(name: str, extended: bool = False) -> str | None:
-    """The registered name nearest to ``name`` (for CLIs that build their own messages)."""
-    return suggest(name, registry.choices(extended=extended))
 
 
 registry = Registry()

@@ -20,7 +20,8 @@ from radix_evict.errors import ConfigProblem, PolicyConfigError
 from radix_evict.policies.config import ConfigInput
 from radix_evict.policies.contract import PolicyConfig
 from radix_evict.policies.derive import DerivedConfig, as_derived
-from radix_evict.policies.registry import PolicySpec, registry
+from radix_evict.policies.registry import registry
+from radix_evict.policies.spec import PolicySpec
 from radix_evict.sim.workloads import Workload
 
 GIVEN = "given"
