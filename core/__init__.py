@@ -26,11 +26,13 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and readers
         PluginLoadError,
         PolicyConfigError,
         PolicyConflictError,
+        PolicyError,
         RadixEvictError,
     )
     from radix_evict.policies.contract import EvictionPolicy, NoConfig, PolicyConfig
     from radix_evict.policies.hookspecs import hookimpl
-    from radix_evict.policies.registry import PolicySpec, load_policy, registry
+    from radix_evict.policies.registry import load_policy, registry
+    from radix_evict.policies.spec import PolicySpec
 
 __version__ = "0.1.0"
 
@@ -48,12 +50,13 @@ _LAZY = {
     "PluginLoadError": "radix_evict.errors",
     "PolicyConfigError": "radix_evict.errors",
     "PolicyConflictError": "radix_evict.errors",
+    "PolicyError": "radix_evict.errors",
     "RadixEvictError": "radix_evict.errors",
     "EvictionPolicy": "radix_evict.policies.contract",
     "NoConfig": "radix_evict.policies.contract",
     "PolicyConfig": "radix_evict.policies.contract",
     "hookimpl": "radix_evict.policies.hookspecs",
-    "PolicySpec": "radix_evict.policies.registry",
+    "PolicySpec": "radix_evict.policies.spec",
     "load_policy": "radix_evict.policies.registry",
     "registry": "radix_evict.policies.registry",
 }
@@ -94,6 +97,7 @@ __all__ = [
     "PolicyConfig",
     "PolicyConfigError",
     "PolicyConflictError",
+    "PolicyError",
     "PolicySpec",
     "RadixCache",
     "RadixEvictError",
