@@ -11,6 +11,7 @@ the tree, the sizes and the pool as they were.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any, NamedTuple, SupportsIndex
 
 import torch
@@ -29,7 +30,7 @@ from radix_evict.cache.tree import (
     common_prefix_len,
     key_view,
 )
-from radix_evict.policies.contract import EvictionPolicy
+from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
 from radix_evict.policies.registry import registry
 
 
@@ -47,6 +48,9 @@ class RadixCache:
 
     ``policy`` is a registered policy name (validated with ``policy_config``
     before anything else happens) or an :class:`EvictionPolicy` instance.
+    ``policy_config`` is None, a dict, a JSON string, or an instance of the
+    policy's own config model, used as it is (a validated, frozen object, so
+    one can serve many caches); another model's instance is an error.
     """
 
     def __init__(
@@ -54,7 +58,7 @@ class RadixCache:
         pool: Allocator,
         page_size: SupportsIndex | None = None,
         policy: str | EvictionPolicy | Any = "lru",
-        policy_config: dict[str, Any] | str | Any = None,
+        policy_config: Mapping[str, Any] | str | PolicyConfig | Any = None,
     ) -> None:
         # policy and policy_config are checked here, not by annotations, so that a
         # compiled build raises what the interpreted one does (PolicyConfigError).
