@@ -20,13 +20,6 @@ from pathlib import Path
 from radix_evict import registry
 from radix_evict.sim.sweep import GridParts
 
-# A raising score reaches the sweep as the cache's PolicyError, naming the policy and its
-# distribution, with the policy's own error after it.
-FLAKY_ERROR = (
-    "PolicyError: policy 'flaky' from flaky-policy 0.1 (entry point 'flaky'): "
-    "score() raised RuntimeError: flaky policy raised on purpose"
-)
-
 
 def write_trace(path: Path, conversations: int = 24, turns: int = 8) -> Path:
     """A small Mooncake trace of growing conversations behind one shared system block.

@@ -18,7 +18,15 @@ from collections.abc import Sequence
 from importlib.machinery import EXTENSION_SUFFIXES, ModuleSpec
 from types import ModuleType
 
-COMPILED_MODULES: tuple[str, ...] = ("args", "tree", "eviction", "slots", "pool", "radix_cache")
+COMPILED_MODULES: tuple[str, ...] = (
+    "args",
+    "tree",
+    "eviction",
+    "ownership",
+    "slots",
+    "pool",
+    "radix_cache",
+)
 
 # Set to 1, the interpreted modules are imported even where compiled ones are installed
 # (the test suite runs the cache's tests on both builds this way).
@@ -29,7 +37,17 @@ STALE_AFTER_S = 10.0
 
 
 def _module_file(name: str) -> str:
-    return str(importlib.import_module(f"radix_evict.cache.{name}").__file__ or "")
+    """The file ``radix_evict.cache.<name>`` is (or would be) imported from.
+
+    Found without importing it when it is not loaded yet, so that importing
+    ``radix_evict`` (which checks for stale extensions) stays free of torch.
+    """
+    full = f"radix_evict.cache.{name}"
+    module = sys.modules.get(full)
+    if module is not None:
+        return str(module.__file__ or "")
+    spec = importlib.util.find_spec(full)
+    return str(spec.origin or "") if spec is not None else ""
 
 
 def compiled_modules() -> list[str]:

@@ -11,6 +11,7 @@ the tree, the sizes and the pool as they were.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, SupportsIndex
 
 import torch
@@ -29,7 +30,8 @@ from radix_evict.cache.tree import (
     common_prefix_len,
     key_view,
 )
-from radix_evict.policies.contract import EvictionPolicy
+from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
+from radix_evict.policies.lifecycle import callbacks_of
 from radix_evict.policies.registry import registry
 
 
@@ -58,6 +60,9 @@ class RadixCache:
 
     ``policy`` is a registered policy name (validated with ``policy_config``
     before anything else happens) or an :class:`EvictionPolicy` instance.
+    ``policy_config`` is None, a dict, a JSON string, or an instance of the
+    policy's own config model, used as it is (a validated, frozen object, so
+    one can serve many caches); another model's instance is an error.
     """
 
     def __init__(
@@ -65,7 +70,7 @@ class RadixCache:
         pool: Allocator,
         page_size: SupportsIndex | None = None,
         policy: str | EvictionPolicy | Any = "lru",
-        policy_config: dict[str, Any] | str | Any = None,
+        policy_config: Mapping[str, Any] | str | PolicyConfig | Any = None,
     ) -> None:
         # policy and policy_config are checked here, not by annotations, so that a
         # compiled build raises what the interpreted one does (PolicyConfigError).
@@ -98,6 +103,13 @@ class RadixCache:
             spec.source if spec is not None else None,
             spec.distribution if spec is not None else None,
         )
+        # A policy's lifecycle callbacks, looked up once: one that defines none costs a
+        # None test per operation (radix_evict.policies.lifecycle). The driver calls
+        # on_evict itself, inside its eviction loop.
+        hooks = callbacks_of(self.policy)
+        self._on_insert: Callable[[TreeNode], Any] | None = hooks.on_insert
+        self._on_hit: Callable[[TreeNode], Any] | None = hooks.on_hit
+        self._on_split: Callable[[TreeNode, TreeNode], Any] | None = hooks.on_split
         self._clock = 0
         self._init_tree()
 
@@ -131,49 +143,56 @@ class RadixCache:
         n = len(arr) // P * P
         root = self._root
         clock0 = self._clock
+        root_time = root.last_access_time
         path: list[TreeNode] = []
         split: _Split | None = None
+        times: list[int] | None = None
         off = 0
-        if n:
-            kv = key_view(arr, n)
-            nb = n * TOKEN_BYTES
-            pb = P * TOKEN_BYTES
-            node = root
-            while off < nb:
-                child = node.children.get(kv[off : off + pb].tobytes())
-                if child is None:
+        try:
+            if n:
+                kv = key_view(arr, n)
+                nb = n * TOKEN_BYTES
+                pb = P * TOKEN_BYTES
+                node = root
+                while off < nb:
+                    child = node.children.get(kv[off : off + pb].tobytes())
+                    if child is None:
+                        break
+                    ck = child.key_bytes
+                    end = off + len(ck)
+                    if end <= nb and ck.startswith(kv[off:end]):
+                        path.append(child)
+                        node = child
+                        off = end
+                        continue
+                    m = common_prefix_len(ck, kv, off) // P * P
+                    split = _Split(child)
+                    node = self._split(child, m)
+                    path.append(node)
+                    off += m * TOKEN_BYTES
                     break
-                ck = child.key_bytes
-                end = off + len(ck)
-                if end <= nb and ck.startswith(kv[off:end]):
-                    path.append(child)
-                    node = child
-                    off = end
-                    continue
-                m = common_prefix_len(ck, kv, off) // P * P
-                split = _Split(child)
-                node = self._split(child, m)
-                path.append(node)
-                off += m * TOKEN_BYTES
-                break
-        # The one node whose score may change: the tail of a split, else the last node.
-        offered = split.node if split is not None else (path[-1] if path else None)
-        if offered is not None and is_evictable_leaf(offered):
-            times = [x.last_access_time for x in path]
-            root_time = root.last_access_time
+            # The one node whose score may change: the tail of a split, else the last node.
+            offered = split.node if split is not None else (path[-1] if path else None)
+            if offered is not None and not is_evictable_leaf(offered):
+                offered = None
+            on_hit = self._on_hit
+            if offered is not None or on_hit is not None:
+                times = [x.last_access_time for x in path]  # for the undo below
             self._stamp(path, self._clock)
-            try:
+            if on_hit is not None:
+                for x in path:
+                    on_hit(x)
+            if offered is not None:
                 self._driver.offer(offered)
-            except BaseException:
+        except BaseException:
+            if times is not None:
                 for x, t in zip(path, times, strict=True):
                     x.last_access_time = t
-                root.last_access_time = root_time
-                if split is not None:
-                    self._unsplit(split)
-                self._clock = clock0
-                raise
-        else:
-            self._stamp(path, self._clock)
+            root.last_access_time = root_time
+            if split is not None and split.node.parent is not None:
+                self._unsplit(split)
+            self._clock = clock0
+            raise
         st = self.stats
         st.match_calls += 1
         st.queried_tokens += len(arr)
@@ -222,61 +241,74 @@ class RadixCache:
         done = check_int("inserted_len", inserted_len, 0)
         P = self.page_size
         n = L // P * P
-        if P > 1:
-            # insert never reads indices[:prev] (the caller's locked prefix, already cached)
-            self._slots.check_pages(indices, prev, n)
-        clock0 = self._clock
-        root = self._root
-        root_time = root.last_access_time
-        clock = clock0 + 1
-        root.last_access_time = clock
+        # indices[:prev] is the caller's locked prefix, the tree's own slots: never read.
+        # The rest is checked to be the caller's before anything changes.
+        lo = min(prev, n) // P * P
+        claimed = self._slots.claim(indices, lo, n)
         if n == 0:
             self.stats.insert_calls += 1
-            self._clock = clock
+            self._clock += 1
+            self._root.last_access_time = self._clock
             return 0
         kv = key_view(arr, n)
         nb = n * TOKEN_BYTES
         pb = P * TOKEN_BYTES
-        node = root
+        # Walk first, changing nothing: how much is cached decides which slots are taken.
+        path: list[TreeNode] = []
+        split_at = 0  # tokens of the last path node shared with the key, if it diverges inside
+        node = self._root
         off = 0
-        # What this call changed, so that a raise (a policy's score, a bad page) undoes it.
+        while off < nb:
+            child = node.children.get(kv[off : off + pb].tobytes())
+            if child is None:
+                break
+            path.append(child)
+            ck = child.key_bytes
+            end = off + len(ck)
+            if end <= nb and ck.startswith(kv[off:end]):
+                off = end
+                node = child
+                continue
+            split_at = common_prefix_len(ck, kv, off) // P * P
+            off += split_at * TOKEN_BYTES
+            break
+        matched = off // TOKEN_BYTES
+        if matched < lo:
+            # The caller's prefix was not all cached (it was not kept locked): the new
+            # leaf takes slots from indices[:prev] too, so they need the same check.
+            claimed = self._slots.claim(indices, matched, n)
+            lo = matched
+        # Stamp, split and count along the path; then score. A raise from the policy
+        # (a score, a callback) undoes all of it: what this records is what it changed.
+        clock0 = self._clock
+        root = self._root
+        root_time = root.last_access_time
         touched: list[tuple[TreeNode, int, int, int]] = []
         split: _Split | None = None
         leaf: TreeNode | None = None
         raised: list[tuple[TreeNode, int]] = []
+        clock = clock0 + 1
         try:
-            while off < nb:
-                child = node.children.get(kv[off : off + pb].tobytes())
-                if child is None:
-                    break
+            root.last_access_time = clock
+            node = root
+            last = len(path) - 1
+            for i, child in enumerate(path):
                 touched.append((child, child.last_access_time, child.priority, child.hit_count))
                 clock += 1
                 child.last_access_time = clock
-                ck = child.key_bytes
-                end = off + len(ck)
-                if end <= nb and ck.startswith(kv[off:end]):
-                    off = end
-                else:
+                if i == last and split_at:
                     self._clock = clock
-                    m = common_prefix_len(ck, kv, off) // P * P
                     split = _Split(child)
-                    child = self._split(child, m)
+                    child = self._split(child, split_at)
                     clock = self._clock
-                    off += m * TOKEN_BYTES
                 if child.priority < prio:
                     child.priority = prio
-                if off > done * TOKEN_BYTES:
+                if child.prefix_len > done:
                     child.hit_count += 1
                 node = child
-            matched = off // TOKEN_BYTES
-            if matched < prev and P > 1:
-                # The caller's prefix was not all cached (it was not kept locked): the new
-                # leaf takes slots from indices[:prev] too, so they need the same check.
-                self._slots.check_pages(indices, matched, min(prev, n))
             if matched < n:
-                leaf = TreeNode(
-                    node, kv[off:].tobytes(), self._slots.take(indices, matched, n), clock + 1, prio
-                )
+                value = self._slots.node_entries(claimed, matched - lo, n - lo)
+                leaf = TreeNode(node, kv[off:].tobytes(), value, clock + 1, prio)
                 leaf.creation_time = clock + 2
                 clock += 2
                 if n > done:
@@ -288,35 +320,40 @@ class RadixCache:
                     raised.append((x, x.history_len))
                     x.history_len = depth
                     x = x.parent
-            # Scored last, once the tree is final: the tail a split left behind, and the
-            # new leaf (or the fully matched node).
-            last = leaf if leaf is not None else node
+                on_insert = self._on_insert
+                if on_insert is not None:
+                    on_insert(leaf)
+            # The tail a split left behind, and the new leaf (or the fully matched node).
+            scored = leaf if leaf is not None else node
             if split is None:
-                self._driver.offer(last)
+                self._driver.offer(scored)
             else:
-                self._driver.offer(split.node, last)
+                self._driver.offer(split.node, scored)
         except BaseException:
             if leaf is not None:
                 del node.children[leaf.key_bytes[:pb]]
+                leaf.parent = None
                 for x, old in reversed(raised):
                     x.history_len = old
-            if split is not None:
+            if split is not None and split.node.parent is not None:
                 self._unsplit(split)
             for x, t, p, h in reversed(touched):
                 x.last_access_time, x.priority, x.hit_count = t, p, h
             root.last_access_time = root_time
             self._clock = clock0
             raise
+        # Committed: the pool's owners and the counts follow.
         st = self.stats
         st.insert_calls += 1
         if leaf is not None:
+            self._slots.adopt(leaf.value)
             self._evictable += n - matched
             self._num_nodes += 1
             st.inserted_tokens += n - matched
         self._clock = clock
-        if matched > prev:
-            self.pool.free(indices[prev:matched])
-            st.duplicate_tokens_freed += matched - prev
+        if matched > lo:
+            self._slots.free_claimed(claimed[: (matched - lo) // P])
+            st.duplicate_tokens_freed += matched - lo
         return matched
 
     def _split(self, child: TreeNode, m: int) -> TreeNode:
@@ -346,6 +383,9 @@ class RadixCache:
         head.children[child.key_bytes[:pb]] = child
         parent.children[ck[:pb]] = head
         self._num_nodes += 1
+        on_split = self._on_split
+        if on_split is not None:
+            on_split(head, child)
         return head
 
     def _unsplit(self, split: _Split) -> None:
@@ -448,9 +488,11 @@ class RadixCache:
         freed = 0
         if victims:
             values = []
+            empty = self._slots.empty
             for node in victims:
                 freed += node.num_tokens
                 values.append(node.value)
+                node.value = empty  # its slots are the pool's again: node_slots must not show them
             self._evictable -= freed
             self._num_nodes -= len(victims)
             self._slots.release(values)
@@ -466,11 +508,16 @@ class RadixCache:
         """Free every slot the tree holds. An error while any node is locked."""
         if self._protected:
             raise RuntimeError(f"reset: {self._protected} tokens are locked; unlock them first")
-        values = [n.value for n in self.iter_nodes()]
+        nodes = self.iter_nodes()
+        values = [x.value for x in nodes]
+        if values:
+            self._slots.release(values)  # first: if the pool refuses, the tree is as it was
+        empty = self._slots.empty
+        for x in nodes:  # detached and empty, as an evicted node is
+            x.parent = None
+            x.value = empty
         self._init_tree()
         self._driver.clear()
-        if values:
-            self._slots.release(values)
 
     def iter_nodes(self) -> list[TreeNode]:
         """Every node except the root, parents before children."""
@@ -483,11 +530,15 @@ class RadixCache:
         return out
 
     def node_slots(self, node: TreeNode | Any) -> torch.Tensor:
-        """The KV slots ``node`` holds, one per token (nodes store one entry per page)."""
-        if node is self._root:
-            return self._empty
+        """The KV slots ``node`` holds, one per token (nodes store one entry per page).
+
+        Empty for the root and for a node that was evicted or reset away: its
+        old slots are the pool's again, perhaps already someone else's.
+        """
         if type(node) is not TreeNode and not isinstance(node, TreeNode):
             raise self._foreign_node("node_slots", node)
+        if node is self._root or node.parent is None:
+            return self._empty
         return self._slots.to_tensor([node.value])
 
     def evictable_leaves(self) -> list[TreeNode]:
