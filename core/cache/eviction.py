@@ -86,6 +86,23 @@ class EvictionDriver:
         """The current evictable leaves (each exactly once)."""
         return [e[-1] for e in self._live_entries()]
 
+    def stale_scores(self, leaves: list[TreeNode]) -> list[tuple[TreeNode, Any, Any]]:
+        """(leaf, key in the heap, key now) for each of ``leaves`` the heap has wrong.
+
+        ``leaves`` are the evictable leaves a from-scratch walk of the tree found;
+        one with no live entry gets None as its heap key. A key is
+        ``(*score, last_access_time)``. For the conformance kit: a policy whose
+        scores changed behind the driver's back shows up here.
+        """
+        held = {id(e[-1]): e for e in self._live_entries()}
+        out = []
+        for node in leaves:
+            entry = held.get(id(node))
+            now = self._entry(node, -1)[:-2]
+            if entry is None or entry[:-2] != now:
+                out.append((node, None if entry is None else entry[:-2], now))
+        return out
+
     def __len__(self) -> int:
         return len(self.heap)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple, SupportsIndex
 
 import numpy as np
@@ -31,6 +32,7 @@ from radix_evict.cache.tree import (
     key_view,
 )
 from radix_evict.policies.contract import EvictionPolicy
+from radix_evict.policies.lifecycle import callbacks_of
 from radix_evict.policies.registry import registry
 
 
@@ -90,6 +92,13 @@ class RadixCache:
         self._empty = torch.empty((0,), dtype=torch.int64, device=self.device)
         self._slots = SlotStorage(pool)
         self._driver = EvictionDriver(self.policy)
+        # A policy's lifecycle callbacks, looked up once: one that defines none costs a
+        # None test per operation (radix_evict.policies.lifecycle).
+        hooks = callbacks_of(self.policy)
+        self._on_insert: Callable[[TreeNode], Any] | None = hooks.on_insert
+        self._on_hit: Callable[[TreeNode], Any] | None = hooks.on_hit
+        self._on_split: Callable[[TreeNode, TreeNode], Any] | None = hooks.on_split
+        self._on_evict: Callable[[TreeNode], Any] | None = hooks.on_evict
         self._clock = 0
         self._init_tree()
 
@@ -157,7 +166,15 @@ class RadixCache:
         if not path:
             return MatchResult(0, self._empty, root)
         last = path[-1]
-        if not last.children:
+        on_hit = self._on_hit
+        if on_hit is not None:
+            try:
+                for x in path:
+                    on_hit(x)
+            finally:
+                if not last.children:
+                    self._driver.offer(last)
+        elif not last.children:
             self._driver.offer(last)
         hit = off // TOKEN_BYTES
         st.hit_tokens += hit
@@ -253,13 +270,23 @@ class RadixCache:
             self._evictable += n - matched
             self._num_nodes += 1
             self.stats.inserted_tokens += n - matched
-            self._driver.offer(leaf)
-        elif not node.children:
-            self._driver.offer(node)
+        else:
+            leaf = None
         self._clock = clock
         if matched > prev:
             self.pool.free(indices[prev:matched])
             self.stats.duplicate_tokens_freed += matched - prev
+        if leaf is not None:
+            on_insert = self._on_insert
+            if on_insert is not None:
+                try:
+                    on_insert(leaf)
+                finally:
+                    self._driver.offer(leaf)
+            else:
+                self._driver.offer(leaf)
+        elif not node.children:
+            self._driver.offer(node)
         return matched
 
     def _check_indices(self, indices: Any, length: int) -> None:
@@ -314,7 +341,14 @@ class RadixCache:
         head.children[child.key_bytes[:pb]] = child
         parent.children[ck[:pb]] = head
         self._num_nodes += 1
-        if not child.children:
+        on_split = self._on_split
+        if on_split is not None:
+            try:
+                on_split(head, child)
+            finally:
+                if not child.children:
+                    self._driver.offer(child)
+        elif not child.children:
             self._driver.offer(child)
         return head
 
@@ -397,6 +431,7 @@ class RadixCache:
         victims: list[SlotArray] = []
         heap = driver.heap
         pop = heapq.heappop
+        on_evict = self._on_evict
         while freed < want and heap:
             entry = pop(heap)
             node = entry[-1]
@@ -404,6 +439,13 @@ class RadixCache:
             # Stale entry: re-scored since, locked, grown a child, or gone from the tree.
             if entry[-2] != node._heap_seq or node.lock_ref or node.children or parent is None:
                 continue
+            if on_evict is not None:
+                try:
+                    on_evict(node)
+                except BaseException:
+                    heapq.heappush(heap, entry)  # still in the tree, still a candidate
+                    self._settle_eviction(victims, freed, t0)
+                    raise
             node._heap_seq = -1
             del parent.children[node.key_bytes[:pb]]
             node.parent = None
@@ -411,6 +453,11 @@ class RadixCache:
             freed += node.num_tokens
             if not parent.children:
                 driver.offer(parent)
+        self._settle_eviction(victims, freed, t0)
+        return freed
+
+    def _settle_eviction(self, victims: list[SlotArray], freed: int, t0: float) -> None:
+        """Sizes, slots and counters of nodes an ``evict`` call took out of the tree."""
         if victims:
             self._evictable -= freed
             self._num_nodes -= len(victims)
@@ -420,7 +467,6 @@ class RadixCache:
         st.evicted_tokens += freed
         st.evicted_nodes += len(victims)
         st.eviction_seconds += time.perf_counter() - t0
-        return freed
 
     # ------------------------------------------------------------------ reset
     def reset(self) -> None:
