@@ -148,7 +148,7 @@ def test_ghost_fingerprints_match_the_same_prefix_inserted_again() -> None:
     # A split keeps the tail's fingerprint (it ends the same prefix) and gives the head its own.
     leaf = cache.match_prefix(a).last_node
     before = policy.fp.of(leaf)
-    cache.match_prefix(a[:9] + [7])  # splits the leaf after 9 tokens
+    cache.match_prefix([*a[:9], 7])  # splits the leaf after 9 tokens
     assert policy.fp.of(leaf) == before
     head = leaf.parent
     assert head is not None and policy.fp.of(head) == tokens_fingerprint(np.asarray(a[:9]))
