@@ -23,6 +23,7 @@ from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload, workload_names
 from . import output
 from .errors import EXIT_USAGE, CliError, mark_json
 from .options import parse_params
+from .simulate_preflight import check_output, check_params, check_pool, check_workload_pools
 from .simulate_recommend import RULE, Recommendation, recommend
 from .simulate_report import (
     TIERS_WORKLOAD,
@@ -36,20 +37,6 @@ from .simulate_report import (
 from .simulate_setup import ALL, build_runs, build_trace, build_workloads, params_for, workload_list
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
-
-
-def _check_output(path: Path | None, option: str, suffixes: Sequence[str] = ()) -> None:
-    """Fail before minutes of replay, not after, when an output file cannot be written."""
-    if path is None:
-        return
-    if suffixes and path.suffix.lower() not in suffixes:
-        raise CliError(f"{option} {path}: use a file name ending in {', '.join(suffixes)}",
-                       EXIT_USAGE)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise CliError(f"{option} {path}: directory {parent} does not exist", EXIT_USAGE)
-    if path.is_dir():
-        raise CliError(f"{option} {path}: is a directory", EXIT_USAGE)
 
 
 def _tlru_notes(workloads: Sequence[Workload], runs: Sequence[PolicyRun]) -> dict[str, Any]:
@@ -127,6 +114,16 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
     wall = time.perf_counter() - t0
     rec = recommend(results)
     _warn_failed(results)
+
+    def draw() -> None:
+        from .simulate_plot import plot_single
+
+        assert plot is not None
+        plot_single(plot, results, f"{wl.name}: pool {results[0].pool_tokens:,} tokens, "
+                                   f"page {page_size}; recommended: {rec.policy}", bound)
+
+    # Files first: if one fails, stdout has not yet had its one JSON document.
+    _write_extras(plot, metrics, draw, results)
     if json_out:
         data: dict[str, Any] = {
             "mode": "trace" if wl.name.startswith("trace:") else "workload",
@@ -151,15 +148,6 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
     output.note(f"wall time {wall:.2f} s for {len(results)} replays of "
                 f"{wl.num_requests:,} requests")
 
-    def draw() -> None:
-        from .simulate_plot import plot_single
-
-        assert plot is not None
-        plot_single(plot, results, f"{wl.name}: pool {results[0].pool_tokens:,} tokens, "
-                                   f"page {page_size}; recommended: {rec.policy}", bound)
-
-    _write_extras(plot, metrics, draw, results)
-
 
 def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int | None,
                 page_size: int, seed: int, json_out: bool, plot: Path | None,
@@ -183,6 +171,15 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
     winners = {w: rec.policy for w, rec in recs.items()}
     _warn_failed(m.results)
     tiers = [r for r in m.results if r.workload == TIERS_WORKLOAD]
+
+    def draw() -> None:
+        from .simulate_plot import plot_matrix
+
+        assert plot is not None
+        plot_matrix(plot, names, m.policies, m.results, winners,
+                    f"policy x workload (page {page_size}, seed {seed})", bounds)
+
+    _write_extras(plot, metrics, draw, m.results)  # before the one JSON document
     if json_out:
         data = m.to_dict()
         data.update({"mode": "matrix", "seed": seed, "page_size": page_size,
@@ -203,15 +200,6 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
         for w, rec in recs.items():
             _print_recommendation(rec, prefix=f"{w}: ")
     output.note(f"wall time {wall:.2f} s for {len(m.results)} replays")
-
-    def draw() -> None:
-        from .simulate_plot import plot_matrix
-
-        assert plot is not None
-        plot_matrix(plot, names, m.policies, m.results, winners,
-                    f"policy x workload (page {page_size}, seed {seed})", bounds)
-
-    _write_extras(plot, metrics, draw, m.results)
 
 
 def _run_engine(setup: tuple[Workload, list[Any]], runs: list[PolicyRun], *,
@@ -353,11 +341,17 @@ def simulate(
         raise CliError("give --trace or --workload, not both", EXIT_USAGE)
     if device not in ("auto", "cpu", "cuda"):
         raise CliError(f"--device {device!r}: use auto, cpu or cuda", EXIT_USAGE)
-    _check_output(plot, "--plot", PLOT_SUFFIXES)
-    _check_output(metrics, "--enable-metrics")
+    check_output(plot, "--plot", PLOT_SUFFIXES)
+    check_output(metrics, "--enable-metrics")
+    if plot is not None:
+        from .simulate_plot import pyplot
+
+        pyplot()  # matplotlib missing: say so now, not after the replay
     if trace is None and (trace_format != "auto" or block_size is not None):
         raise CliError("--trace-format and --block-size go with --trace", EXIT_USAGE)
     params = parse_params(param or [])
+    check_params(params)
+    check_pool(pool_tokens, page_size)
     name = workload or DEFAULT_WORKLOAD
     if model is not None:
         from .simulate_engine import MODELS
@@ -387,6 +381,7 @@ def simulate(
     else:
         wls = build_workloads(name, params, seed)
         runs = build_runs(policy, config)
+    check_workload_pools(wls, pool_tokens, page_size)
     common: dict[str, Any] = {"pool_tokens": pool_tokens, "page_size": page_size, "seed": seed,
                               "json_out": json_out, "plot": plot, "metrics": metrics,
                               "progress": progress, "jobs": jobs, "oracle": oracle}

@@ -16,7 +16,7 @@ from radix_evict.sim.replay import ReplayResult
 from .errors import EXIT_USAGE, CliError
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     """pyplot on the Agg backend, or a clear environment error when matplotlib is missing."""
     try:
         import matplotlib
@@ -68,7 +68,7 @@ def _reference_lines(ax: Any, bound: Bound | None, timeline: bool = False) -> No
 def plot_single(path: Path, results: Sequence[ReplayResult], title: str,
                 bound: Bound | None = None) -> None:
     """One workload: hit rate, p50/p90/p99 uncached per policy, and hit rate over time."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
     labels = [r.label for r in results]
     axes[0].bar(labels, [100 * r.hit_rate for r in results], color="tab:blue")
@@ -95,7 +95,7 @@ def plot_matrix(path: Path, workloads: Sequence[str], policies: Sequence[str],
                 results: Sequence[ReplayResult], winners: dict[str, str], title: str,
                 bounds: Mapping[str, Bound] | None = None) -> None:
     """Policy x workload: hit rate and p99 uncached grouped by workload, and a timeline each."""
-    plt = _pyplot()
+    plt = pyplot()
     cols = max(len(workloads), 2)
     fig = plt.figure(figsize=(4 * cols, 8.5))
     grid = fig.add_gridspec(2, cols)

@@ -13,11 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from radix_evict import PolicySpec, hookimpl, registry
 from radix_evict.builtin_policies import LRUPolicy
-from radix_evict.cli import app
 
 PUBLIC = ["lru", "lfu", "slru", "priority", "tlru"]
 
@@ -26,16 +24,6 @@ pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
 
 Invoke = Callable[..., Any]
-
-
-@pytest.fixture
-def cli() -> Invoke:
-    runner = CliRunner()
-
-    def invoke(*args: str) -> Any:
-        return runner.invoke(app, list(args))
-
-    return invoke
 
 
 @pytest.fixture
@@ -231,6 +219,27 @@ def test_policy_from_a_failed_plugin_is_an_environment_error(
     assert "failed to load" in r.stderr and "cli-test-dist" in r.stderr
     r = cli("simulate", "--policy", "boomer", "--param", "convs=2")
     assert r.exit_code == 2
+
+
+def test_an_unrelated_failed_plugin_leaves_a_name_unknown(
+    cli: Invoke, plugin: Callable[..., None]
+) -> None:
+    plugin(Broken(), "broken-cli")
+    r = cli("validate", "-p", "nosuch", "--json")
+    assert r.exit_code == 1, r.output
+    (err,) = json.loads(r.stdout)["errors"]
+    assert err["type"] == "unknown_policy"
+    assert "boom at import time" in err["msg"]  # noted, not blamed
+
+
+def test_list_without_all_mentions_failed_plugins(
+    cli: Invoke, plugin: Callable[..., None]
+) -> None:
+    plugin(Broken(), "broken-cli")
+    for args in (["list"], ["list", "--json"]):
+        r = cli(*args)
+        assert r.exit_code == 0, r.output
+        assert "cli-test-dist 9.9 (entry point 'broken-cli') failed to load" in r.stderr
 
 
 # ----------------------------------------------------------------------------- schema

@@ -8,9 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
-
-from radix_evict.cli import app
+from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
 def lint(*paths: Path, as_json: bool = True) -> Any:
     args = ["lint", *(str(p) for p in paths)] + (["--json"] if as_json else [])
-    return CliRunner().invoke(app, args)
+    return run_cli(*args)
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

@@ -35,10 +35,9 @@ from radix_evict.policies.config import (
     config_model_problems,
     describe_model,
     did_you_mean,
-    suggest,
     validate_config,
 )
-from radix_evict.policies.contract import EvictionPolicy, NoConfig, PolicyConfig
+from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
 from radix_evict.policies.plugins import (
     ENV_VAR,
     GROUP,
@@ -51,8 +50,11 @@ from radix_evict.policies.plugins import (
     in_process_source,
     load_plugin,
     normalize_dist_name,
+    plugin_failure,
     select_plugins,
+    watch_interrupts,
 )
+from radix_evict.policies.spec import PolicySpec
 
 __all__ = [
     "ChoiceProblem",
@@ -74,42 +76,6 @@ EXTEND_HOW = (
     "to offer it, install (or write) a package whose radix_evict_extend_choices hook "
     "extends the choice list with it (plugins_example/ shows how; it adds 'fifo')"
 )
-
-
-@dataclass(frozen=True)
-class PolicySpec:
-    """What a plugin passes to ``register``: one policy and how to present it.
-
-    ``config_model`` defaults to the policy class's ``Config``. ``hidden``
-    policies are registered but not offered as ``--policy`` choices until
-    some package extends the choice list with them. ``distribution``,
-    ``version`` and ``entry_point`` are filled in by the registry from the
-    entry point the spec came through; whatever a plugin sets there is replaced.
-    """
-
-    name: str
-    policy: type[EvictionPolicy]
-    config_model: type[PolicyConfig] = None  # type: ignore[assignment]
-    summary: str = ""
-    hidden: bool = False
-    distribution: str | None = None
-    version: str | None = None
-    entry_point: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.config_model is None:
-            object.__setattr__(self, "config_model", getattr(self.policy, "Config", NoConfig))
-
-    @property
-    def source(self) -> str:
-        """``dist version (entry point 'ep')``: how messages name where this came from."""
-        ver = f" {self.version}" if self.version else ""
-        return f"{self.distribution or '?'}{ver} (entry point {self.entry_point!r})"
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        """The config keys this policy accepts."""
-        return tuple(f.alias or n for n, f in self.config_model.model_fields.items())
 
 
 @dataclass(frozen=True)
@@ -164,6 +130,29 @@ class _State:
     conflicts: list[NameConflict] = field(default_factory=list)
     choice_problems: list[ChoiceProblem] = field(default_factory=list)
     unmatched_allow: list[str] = field(default_factory=list)
+    allowed: frozenset[str] | None = None
+    installed: list[PluginSource] = field(default_factory=list)  # third-party entry points
+
+
+def _without_builtin_names(
+    result: LoadedPlugin, builtins: Mapping[str, PolicySpec]
+) -> LoadedPlugin | PluginFailure:
+    """A third-party plugin that registers a built-in's name fails as a whole.
+
+    Keeping the built-in and merely recording a conflict would make the
+    built-in unusable for everyone who installed the package; refusing the
+    package leaves the built-in working and puts the blame where it belongs.
+    """
+    taken = [s.name for s in result.specs if s.name in builtins]
+    if not taken:
+        return result
+    owner = builtins[taken[0]]
+    names = ", ".join(repr(n) for n in taken)
+    error = PolicyRegistrationError(
+        f"registers {names}, already a built-in policy of {owner.source}; a plugin cannot "
+        "replace a built-in: register it under another name"
+    )
+    return plugin_failure(result.source, "register", error, result.specs)
 
 
 def _check_spec(spec: Any, src: PluginSource) -> PolicySpec:
@@ -177,14 +166,13 @@ def _check_spec(spec: Any, src: PluginSource) -> PolicySpec:
         raise PolicyRegistrationError(
             f"policy name {name!r} is invalid: use 1-64 lowercase letters, digits, '_' or '-'"
         )
-    if not (isinstance(spec.policy, type) and issubclass(spec.policy, EvictionPolicy)):
+    kind: Any = spec.policy
+    if not (isinstance(kind, type) and issubclass(kind, EvictionPolicy)):
         raise PolicyRegistrationError(
-            f"policy {name!r}: {spec.policy!r} is not a subclass of radix_evict.EvictionPolicy"
+            f"policy {name!r}: {kind!r} is not a subclass of radix_evict.EvictionPolicy"
         )
-    if spec.policy.score is EvictionPolicy.score:
-        raise PolicyRegistrationError(
-            f"policy {name!r}: {spec.policy.__name__} does not define score()"
-        )
+    if getattr(kind, "score", None) is EvictionPolicy.score:
+        raise PolicyRegistrationError(f"policy {name!r}: {kind.__name__} does not define score()")
     problems = config_model_problems(spec.config_model)
     if problems:
         raise PolicyRegistrationError(
@@ -265,16 +253,22 @@ class Registry:
 
     def _build(self) -> _State:
         st = _State()
-        allowed = allow_list(self._environ)
+        st.allowed = allowed = allow_list(self._environ)
         found = self._find(self.group)
+        st.installed = [s for s in found if not s.builtin]
         to_load, st.skipped = select_plugins(found, allowed)
         if allowed is not None:
-            names = {s.entry_point for s in found if not s.builtin}
+            names = {s.entry_point for s in st.installed}
             st.unmatched_allow = sorted(allowed - names)
         base: list[str] = []
+        builtins: dict[str, PolicySpec] = {}
         extensions: list[tuple[PluginSource, str]] = []
-        for src in [*to_load, *self._extra]:
-            result = load_plugin(src, _check_spec)
+        with watch_interrupts() as watch:
+            loaded = [(src, load_plugin(src, _check_spec, watch))
+                      for src in [*to_load, *self._extra]]
+        for src, result in loaded:
+            if isinstance(result, LoadedPlugin) and not src.builtin:
+                result = _without_builtin_names(result, builtins)
             if isinstance(result, PluginFailure):
                 st.failures.append(result)
                 continue
@@ -285,8 +279,10 @@ class Registry:
                     st.conflicts.append(NameConflict(spec.name, first, spec))
                     continue
                 st.specs[spec.name] = spec
-                if src.builtin and not spec.hidden:
-                    base.append(spec.name)
+                if src.builtin:
+                    builtins[spec.name] = spec
+                    if not spec.hidden:
+                        base.append(spec.name)
             extensions.extend((src, n) for n in result.choices)
         choices = list(base)
         for src, n in extensions:
@@ -358,29 +354,51 @@ class Registry:
             raise self._unknown(name, self.choices(extended=True))
         return spec
 
+    def notes(self, *, failures: bool = True) -> list[str]:
+        """What went wrong or was left out while loading, one line each (``list`` prints them).
+
+        Plugins that failed (unless ``failures=False``), plugins
+        ``RADIX_EVICT_PLUGINS`` skipped (with the entry point name to put
+        there), allow-list names matching no entry point (a distribution name
+        given instead is recognised), and choice-list names nobody registered.
+        """
+        st = self._ensure()
+        out = [f"plugin {f}" for f in st.failures] if failures else []
+        out += _allow_list_notes(st)
+        out += [str(c) for c in st.choice_problems]
+        return out
+
     def _unknown(self, name: Any, offered: list[str]) -> PolicyConfigError:
+        """Unknown name: a plugin failure only if that plugin could have provided it.
+
+        A failed plugin is blamed (exit 2 in the CLI) when it registered the
+        name before failing, or its entry point or distribution is named
+        after it; otherwise the name is simply unknown (exit 1), with notes
+        on what failed or was left out, since one of those may be the cause.
+        """
         st = self._ensure()
         shown = repr(name)
         near = did_you_mean(name, offered) if isinstance(name, str) else None
         lines = [f"unknown policy {shown}; choices: {', '.join(offered) or '(none)'}"]
         if near:
             lines[0] += f"; {near}"
-        culprits = [f for f in st.failures if name in f.policies]
-        if not culprits and not near:
-            # It may come from a plugin that failed before registering anything.
-            culprits = list(st.failures)
+        culprits = [f for f in st.failures if _may_provide(f, name)]
         problem_type = "unknown_policy"
         cls: type[PolicyConfigError] = PolicyConfigError
         if culprits:
             exact = any(name in f.policies for f in culprits)
             cls, problem_type = PluginLoadError, "plugin_failed"
-            verb = "comes from" if exact else "may come from"
+            verb = "comes from" if exact else "probably comes from"
             lines = [f"policy {shown} is not available: it {verb} a plugin that failed to load"]
             lines += [f"  - {f}" for f in culprits]
             if not exact:
                 lines.append(f"  (registered policies: {', '.join(offered) or '(none)'})")
-        elif st.failures:
-            lines.append("note: plugins that failed to load: " + "; ".join(map(str, st.failures)))
+        else:
+            if st.failures:
+                lines.append("note: plugins that failed to load: "
+                             + "; ".join(map(str, st.failures)))
+            lines += [f"note: {n}" for n in _allow_list_notes(st)]
+            lines += [f"note: {c}" for c in st.choice_problems if c.name == name]
         message = "\n".join(lines)
         problem = ConfigProblem(
             policy=str(name),
@@ -439,6 +457,20 @@ class Registry:
         if problems or cfg is None:
             raise PolicyConfigError.from_problems(name, problems)
         return cfg
+
+    def source_of(self, policy: EvictionPolicy) -> str | None:
+        """Where ``policy``'s class was registered from, for error messages; None if unknown.
+
+        Asks nothing of a registry that has not loaded yet: a policy built by
+        hand is no reason to import every plugin.
+        """
+        if self._state is None:
+            return None
+        kind = type(policy)
+        for spec in self._state.specs.values():
+            if spec.policy is kind:
+                return spec.source
+        return None
 
     def load_policy(self, name: str, config: ConfigInput | Any = None) -> EvictionPolicy:
         """Build policy ``name`` with a validated config (None, a dict or a JSON string)."""
@@ -510,6 +542,43 @@ class Registry:
         return out
 
 
+def _may_provide(failure: PluginFailure, name: Any) -> bool:
+    """Whether a failed plugin registered ``name``, or is named after it (entry point, dist)."""
+    if not isinstance(name, str):
+        return False
+    if name in failure.policies or failure.entry_point == name:
+        return True
+    return name in normalize_dist_name(failure.distribution).split("-")
+
+
+def _allow_list_notes(st: _State) -> list[str]:
+    """Why installed plugins did not load: RADIX_EVICT_PLUGINS left them out or names nothing."""
+    if st.allowed is None:
+        return []
+    shown = ",".join(sorted(st.allowed))
+    out: list[str] = []
+    by_dist: dict[str, list[PluginSource]] = {}
+    for src in st.installed:
+        by_dist.setdefault(normalize_dist_name(src.distribution), []).append(src)
+    for unmatched in st.unmatched_allow:
+        dist_eps = by_dist.get(normalize_dist_name(unmatched))
+        if dist_eps:
+            eps = ", ".join(repr(s.entry_point) for s in dist_eps)
+            out.append(f"{ENV_VAR} names {unmatched!r}, a distribution; it takes entry point "
+                       f"names: use {eps} (what {unmatched} declares)")
+        else:
+            installed = ", ".join(f"{s.entry_point!r} ({s.distribution})" for s in st.installed)
+            out.append(f"{ENV_VAR} names {unmatched!r}, which matches no installed entry point "
+                       f"(installed: {installed or 'none'})")
+    if st.skipped:
+        skipped = ", ".join(s.label for s in st.skipped)
+        kept = st.allowed - set(st.unmatched_allow)
+        eps = ",".join(sorted({*kept, *(s.entry_point for s in st.skipped)}))
+        out.append(f"{ENV_VAR}={shown!r} leaves out {len(st.skipped)} installed plugin(s): "
+                   f"{skipped}; to load them, set {ENV_VAR}={eps}")
+    return out
+
+
 def _without_title(schema: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in schema.items() if k != "title"}
 
@@ -527,11 +596,6 @@ def _rewrite_refs(node: Any, prefix: str) -> Any:
     if isinstance(node, list):
         return [_rewrite_refs(x, prefix) for x in node]
     return node
-
-
-def suggest_policy(name: str, extended: bool = False) -> str | None:
-    """The registered name nearest to ``name`` (for CLIs that build their own messages)."""
-    return suggest(name, registry.choices(extended=extended))
 
 
 registry = Registry()
