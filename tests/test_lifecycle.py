@@ -165,14 +165,14 @@ def test_a_policy_without_callbacks_gets_none_decided_at_construction() -> None:
     policy = Plain()
     pool = KVPool(size=32, page_size=1, device="cpu")
     cache = RadixCache(pool, policy=policy)
-    hooks = (cache._on_insert, cache._on_hit, cache._on_split, cache._on_evict)
+    hooks = (cache._on_insert, cache._on_hit, cache._on_split, cache._driver._on_evict)
     assert hooks == (None, None, None, None)
     calls: list[TreeNode] = []
     policy.on_insert = calls.append  # type: ignore[attr-defined]  # too late: never called
     _insert(cache, pool, [1, 2, 3])
     assert calls == []
     counting = RadixCache(KVPool(size=8, page_size=1, device="cpu"), policy=Counting())
-    assert counting._on_hit is not None and counting._on_evict is not None
+    assert counting._on_hit is not None and counting._driver._on_evict is not None
 
 
 class Raising(Counting):
