@@ -19,7 +19,16 @@ from typer.core import TyperCommand, TyperGroup
 
 from radix_evict import __version__
 
-from . import cmd_lint, cmd_list, cmd_schema, cmd_show, cmd_simulate, cmd_validate, output
+from . import (
+    cmd_lint,
+    cmd_list,
+    cmd_schema,
+    cmd_show,
+    cmd_simulate,
+    cmd_sweep,
+    cmd_validate,
+    output,
+)
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, INTERRUPTED, CliState, emit_error_json, report
 
 
@@ -134,6 +143,7 @@ app.command("validate", cls=PolicyHelpCommand)(cmd_validate.validate)
 app.command("lint")(cmd_lint.lint)
 app.command("schema")(cmd_schema.schema)
 app.command("simulate", cls=PolicyHelpCommand)(cmd_simulate.simulate)
+app.command("sweep", cls=PolicyHelpCommand)(cmd_sweep.sweep)
 
 
 def main() -> None:
