@@ -204,10 +204,13 @@ def test_a_raising_callback_leaves_the_cache_consistent(when: str) -> None:
     cache = RadixCache(pool, policy=policy)
     _insert(cache, pool, [1, 2, 3, 4])
     _insert(cache, pool, [5, 6])
+    row = pool.alloc(2)
+    assert row is not None
+    before = (cache.total_size(), cache.num_nodes, pool.available_size())
     policy.when = when
     with pytest.raises(RuntimeError, match=f"{when} failed"):
         if when == "insert":
-            cache.insert([9, 9], pool.alloc(2))
+            cache.insert([9, 9], row)
         elif when == "hit":
             cache.match_prefix([1, 2, 3, 4])
         elif when == "split":
@@ -215,8 +218,10 @@ def test_a_raising_callback_leaves_the_cache_consistent(when: str) -> None:
         else:
             cache.evict(6)
     policy.when = "none"
-    check_cache(cache)
-    assert pool.available_size() + cache.total_size() == pool.size
+    # The operation was undone: the caller still holds its slots, the tree is as it was.
+    check_cache(cache, held_by_callers=[row])
+    assert (cache.total_size(), cache.num_nodes, pool.available_size()) == before
+    pool.free(row)
     freed = cache.evict(cache.evictable_size())
     assert cache.total_size() == 0 and freed > 0, "every node is still evictable"
     assert pool.available_size() == pool.size

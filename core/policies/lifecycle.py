@@ -46,9 +46,10 @@ zero, and a parent left childless by an eviction (after ``on_evict``). So:
    own event comes), or set ``volatile_score = True`` and pay a full
    re-score on every ``evict``.
 3. Callbacks must not call back into the cache. One that raises gets its
-   error through to the caller with the tree, sizes and pool consistent (the
-   node is still offered; an eviction links its victims back), but the
-   policy's own state is then the policy's problem.
+   error through to the caller and the cache operation is undone, as for a
+   ``score()`` that raises: the tree, sizes, pool and candidates are as they
+   were (an eviction links its victims back), but the policy's own state is
+   then the policy's problem.
 
 The conformance kit checks rule 2 mechanically: after every step of its
 random operation sequences, each evictable leaf's score in the heap must
