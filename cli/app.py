@@ -19,7 +19,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from radix_evict import __version__
 
-from . import cmd_lint, cmd_list, cmd_schema, cmd_show, cmd_simulate, cmd_validate
+from . import cmd_lint, cmd_list, cmd_schema, cmd_sglang, cmd_show, cmd_simulate, cmd_validate
 from .errors import CliState, report
 
 
@@ -115,6 +115,7 @@ app.command("validate", cls=PolicyHelpCommand)(cmd_validate.validate)
 app.command("lint")(cmd_lint.lint)
 app.command("schema")(cmd_schema.schema)
 app.command("simulate", cls=PolicyHelpCommand)(cmd_simulate.simulate)
+app.add_typer(cmd_sglang.app, name="sglang")
 
 
 def main() -> None:
