@@ -15,6 +15,7 @@ class PriorityPolicy(EvictionPolicy):
     """
 
     name = "priority"
+    orders_by_priority = True
 
     def score(self, node: TreeNode) -> tuple[int, float]:
         return (node.priority, node.last_access_time)

@@ -19,8 +19,8 @@ from typer.core import TyperCommand, TyperGroup
 
 from radix_evict import __version__
 
-from . import cmd_lint, cmd_list, cmd_schema, cmd_sglang, cmd_show, cmd_simulate, cmd_validate
-from .errors import CliState, report
+from . import cmd_lint, cmd_list, cmd_schema, cmd_sglang, cmd_show, cmd_simulate, cmd_validate, output
+from .errors import EXIT_INTERRUPTED, EXIT_USAGE, INTERRUPTED, CliState, emit_error_json, report
 
 
 def _click_exception() -> type[Exception]:
@@ -35,16 +35,35 @@ FRAMEWORK_EXCEPTIONS: tuple[type[BaseException], ...] = (
 
 
 class GuardedGroup(TyperGroup):
-    """Runs subcommands and maps anything they raise to a message and an exit code."""
+    """Runs subcommands and maps anything they raise to a message and an exit code.
+
+    Ctrl-C is one line and exit 130. Under ``--json`` even a usage error
+    (which click prints on stderr) leaves one JSON document on stdout.
+    """
 
     def invoke(self, ctx: Any) -> Any:
+        output.begin_invocation()
+        wants_json = _json_requested([*getattr(ctx, "_protected_args", ()), *ctx.args])
         try:
             return super().invoke(ctx)
-        except FRAMEWORK_EXCEPTIONS:
+        except typer.Exit:
             raise
-        except Exception as exc:
+        except FRAMEWORK_EXCEPTIONS as exc:
+            code = getattr(exc, "exit_code", EXIT_USAGE)
+            if wants_json and code:
+                emit_error_json(code, exc.format_message() if hasattr(exc, "format_message")
+                                else str(exc))
+            raise
+        except (Exception, KeyboardInterrupt) as exc:
             state = ctx.obj if isinstance(ctx.obj, CliState) else None
             raise typer.Exit(report(exc, state)) from None
+
+
+def _json_requested(args: list[str]) -> bool:
+    """Whether ``--json`` is among a command line's options (before any ``--``)."""
+    if "--" in args:
+        args = args[: args.index("--")]
+    return "--json" in args
 
 
 class PolicyHelpCommand(TyperCommand):
@@ -119,7 +138,12 @@ app.add_typer(cmd_sglang.app, name="sglang")
 
 
 def main() -> None:
-    """Console-script entry point (``radix-evict``); a closed pipe (``| head``) is not an error."""
+    """Console-script entry point (``radix-evict``); a closed pipe (``| head``) is not an error.
+
+    Ctrl-C outside a command (while plugins load for ``--help``, say) is one
+    line and exit 130, as inside one; a stdout that fails at the final flush
+    (``> /dev/full``) is one line and exit 2.
+    """
     try:
         try:
             app(prog_name="radix-evict")
@@ -129,9 +153,22 @@ def main() -> None:
             raise
     except BrokenPipeError:
         # Point stdout at devnull so the interpreter's final flush does not fail again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        output.silence_stdout()
         sys.exit(1)
+    except KeyboardInterrupt:
+        output.silence_stdout()
+        _say(f"error: {INTERRUPTED}")
+        os._exit(EXIT_INTERRUPTED)
+    except OSError as exc:  # stdout failed after the command wrote its answer
+        output.silence_stdout()
+        _say(f"error: cannot write the output to stdout: {exc.strerror or exc}")
+        os._exit(EXIT_USAGE)
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
 
 
 def _exit_now(code: int) -> None:

@@ -47,12 +47,17 @@ def list_policies(
     rows = [policy_row(s, choices) for s in specs]
     failures = registry.failures if show_all else []
     conflicts = registry.conflicts if show_all else []
+    # Without --all a failed plugin is still mentioned (one line each, on stderr).
+    notes = registry.notes(failures=not show_all)
     if json_out:
         data: dict[str, Any] = {"policies": rows}
         if show_all:
             data["failures"] = [f.to_dict() for f in failures]
             data["conflicts"] = [c.to_dict() for c in conflicts]
+            data["notes"] = notes
         output.emit_json(data)
+        for line in notes:
+            output.note(f"note: {line}")
         return
     table = Table(title="radix-evict policies", title_justify="left")
     for col in ("policy", "summary", "config keys", "from"):
@@ -71,5 +76,9 @@ def list_policies(
         output.stdout().print(ft)
     for c in conflicts:
         output.note(f"warning: {c}")
+    for line in notes:
+        output.note(f"note: {line}")
+    if not show_all and registry.failures:
+        output.note("list --all shows the plugins that failed to load")
     if not show_all and len(rows) < len(registry.specs()):
         output.note("hidden policies are not shown; use --all to see them")

@@ -16,15 +16,18 @@ from typing import Annotated, Any
 
 import typer
 
+from radix_evict.sim.bound import Bound
 from radix_evict.sim.replay import PolicyRun, ReplayResult, policy_matrix, replay_policies
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload, workload_names
 
 from . import output
 from .errors import EXIT_USAGE, CliError, mark_json
 from .options import parse_params
+from .simulate_preflight import check_output, check_params, check_pool, check_workload_pools
 from .simulate_recommend import RULE, Recommendation, recommend
 from .simulate_report import (
     TIERS_WORKLOAD,
+    add_bound_json,
     engine_table,
     hit_rate_pivot,
     matrix_table,
@@ -34,20 +37,6 @@ from .simulate_report import (
 from .simulate_setup import ALL, build_runs, build_trace, build_workloads, params_for, workload_list
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
-
-
-def _check_output(path: Path | None, option: str, suffixes: Sequence[str] = ()) -> None:
-    """Fail before minutes of replay, not after, when an output file cannot be written."""
-    if path is None:
-        return
-    if suffixes and path.suffix.lower() not in suffixes:
-        raise CliError(f"{option} {path}: use a file name ending in {', '.join(suffixes)}",
-                       EXIT_USAGE)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise CliError(f"{option} {path}: directory {parent} does not exist", EXIT_USAGE)
-    if path.is_dir():
-        raise CliError(f"{option} {path}: is a directory", EXIT_USAGE)
 
 
 def _tlru_notes(workloads: Sequence[Workload], runs: Sequence[PolicyRun]) -> dict[str, Any]:
@@ -93,9 +82,21 @@ def _write_extras(plot: Path | None, metrics: Path | None, draw: Any,
         output.note(f"wrote metrics {metrics}")
 
 
+def _bounds(wls: Sequence[Workload], results: Sequence[ReplayResult], *,
+            pool_tokens: int | None, page_size: int, progress: bool,
+            jobs: int | None) -> dict[str, Bound]:
+    """--oracle: the offline bound and infinite-pool ceiling of every workload."""
+    from radix_evict.sim.bound import compute_bounds
+
+    with output.progress_bar("oracle and ceiling", enabled=progress) as prog:
+        return compute_bounds(wls, results, pool_tokens=pool_tokens, page_size=page_size,
+                              progress=prog, workers=jobs)
+
+
 def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
                 page_size: int, seed: int, json_out: bool, plot: Path | None,
-                metrics: Path | None, progress: bool, jobs: int | None) -> None:
+                metrics: Path | None, progress: bool, jobs: int | None,
+                oracle: bool = False) -> None:
     """One workload (or trace): a table per policy and a recommendation."""
     pool = wl.default_pool_tokens if pool_tokens is None else pool_tokens
     output.note(f"workload {wl.name} (seed {wl.seed}): {wl.num_requests:,} requests; "
@@ -106,9 +107,23 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
     with output.progress_bar(f"replaying {wl.name}", enabled=progress) as prog:
         results = replay_policies(wl, runs, pool_tokens=pool_tokens, page_size=page_size,
                                   progress=prog, workers=jobs)
+    bound = None
+    if oracle:
+        bound = _bounds([wl], results, pool_tokens=pool_tokens, page_size=page_size,
+                        progress=progress, jobs=jobs)[wl.name]
     wall = time.perf_counter() - t0
     rec = recommend(results)
     _warn_failed(results)
+
+    def draw() -> None:
+        from .simulate_plot import plot_single
+
+        assert plot is not None
+        plot_single(plot, results, f"{wl.name}: pool {results[0].pool_tokens:,} tokens, "
+                                   f"page {page_size}; recommended: {rec.policy}", bound)
+
+    # Files first: if one fails, stdout has not yet had its one JSON document.
+    _write_extras(plot, metrics, draw, results)
     if json_out:
         data: dict[str, Any] = {
             "mode": "trace" if wl.name.startswith("trace:") else "workload",
@@ -120,29 +135,24 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
         }
         if wl.name == TIERS_WORKLOAD:
             data["tier_hit_rates"] = {r.label: r.tier_hit_rates for r in results}
+        if bound is not None:
+            add_bound_json(data, [bound])
         output.emit_json(data)
     else:
         out = output.stdout()
-        out.print(policy_table(results, rec.policy, f"{wl.name}: {len(results)} policies"))
+        out.print(policy_table(results, rec.policy, f"{wl.name}: {len(results)} policies",
+                               bound))
         if wl.name == TIERS_WORKLOAD:
             out.print(tier_table(results, "hit rate per priority tier"))
         _print_recommendation(rec)
     output.note(f"wall time {wall:.2f} s for {len(results)} replays of "
                 f"{wl.num_requests:,} requests")
 
-    def draw() -> None:
-        from .simulate_plot import plot_single
-
-        assert plot is not None
-        plot_single(plot, results, f"{wl.name}: pool {results[0].pool_tokens:,} tokens, "
-                                   f"page {page_size}; recommended: {rec.policy}")
-
-    _write_extras(plot, metrics, draw, results)
-
 
 def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int | None,
                 page_size: int, seed: int, json_out: bool, plot: Path | None,
-                metrics: Path | None, progress: bool, jobs: int | None) -> None:
+                metrics: Path | None, progress: bool, jobs: int | None,
+                oracle: bool = False) -> None:
     """Several workloads: policy x workload matrix with a winner per workload."""
     output.note(f"{len(wls)} workloads x {len(runs)} policies: "
                 f"{sum(w.num_requests for w in wls) * len(runs):,} request replays")
@@ -151,12 +161,25 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
     with output.progress_bar("policy x workload", enabled=progress) as prog:
         m = policy_matrix(wls, runs, seed=seed, pool_tokens=pool_tokens, page_size=page_size,
                           progress=prog, workers=jobs)
+    bounds: dict[str, Bound] = {}
+    if oracle:
+        bounds = _bounds(wls, m.results, pool_tokens=pool_tokens, page_size=page_size,
+                         progress=progress, jobs=jobs)
     wall = time.perf_counter() - t0
     names = [w.name for w in wls]
     recs = {w: recommend([r for r in m.results if r.workload == w]) for w in names}
     winners = {w: rec.policy for w, rec in recs.items()}
     _warn_failed(m.results)
     tiers = [r for r in m.results if r.workload == TIERS_WORKLOAD]
+
+    def draw() -> None:
+        from .simulate_plot import plot_matrix
+
+        assert plot is not None
+        plot_matrix(plot, names, m.policies, m.results, winners,
+                    f"policy x workload (page {page_size}, seed {seed})", bounds)
+
+    _write_extras(plot, metrics, draw, m.results)  # before the one JSON document
     if json_out:
         data = m.to_dict()
         data.update({"mode": "matrix", "seed": seed, "page_size": page_size,
@@ -165,32 +188,25 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
                      "tlru_derived": derived, "wall_s": wall})
         if tiers:
             data["tier_hit_rates"] = {r.label: r.tier_hit_rates for r in tiers}
+        if bounds:
+            add_bound_json(data, list(bounds.values()))
         output.emit_json(data)
     else:
         out = output.stdout()
-        out.print(matrix_table(names, m.policies, m.results, winners))
-        out.print(hit_rate_pivot(names, m.policies, m.results, winners))
+        out.print(matrix_table(names, m.policies, m.results, winners, bounds))
+        out.print(hit_rate_pivot(names, m.policies, m.results, winners, bounds))
         if tiers:
             out.print(tier_table(tiers, f"{TIERS_WORKLOAD}: hit rate per priority tier"))
         for w, rec in recs.items():
             _print_recommendation(rec, prefix=f"{w}: ")
     output.note(f"wall time {wall:.2f} s for {len(m.results)} replays")
 
-    def draw() -> None:
-        from .simulate_plot import plot_matrix
 
-        assert plot is not None
-        plot_matrix(plot, names, m.policies, m.results, winners,
-                    f"policy x workload (page {page_size}, seed {seed})")
-
-    _write_extras(plot, metrics, draw, m.results)
-
-
-def _run_engine(name: str, params: dict[str, Any], runs: list[PolicyRun], *,
+def _run_engine(setup: tuple[Workload, list[Any]], runs: list[PolicyRun], *,
                 pool_tokens: int | None, page_size: int, seed: int, device: str,
                 baseline: bool, json_out: bool, progress: bool) -> None:
     """--model tiny: real K/V through the tiny decoder, measured TTFT per policy."""
-    from .simulate_engine import run_engine, tiny_setup
+    from .simulate_engine import run_engine
 
     if _device_name(device) == "cuda":
         import torch
@@ -198,7 +214,9 @@ def _run_engine(name: str, params: dict[str, Any], runs: list[PolicyRun], *,
         if not torch.cuda.is_available():
             raise CliError("--device cuda: no CUDA device is available (use --device cpu)",
                            EXIT_USAGE)
-    wl, requests = tiny_setup(name, seed, params)
+    wl, requests = setup
+    if not requests:
+        raise CliError(f"{wl.name}: no request left to replay after shrinking", EXIT_USAGE)
     dev = None if device == "auto" else device
     output.note(f"model tiny on {_device_name(device)}: workload {wl.name} shrunk to "
                 f"{len(requests)} requests")
@@ -243,8 +261,17 @@ ParamOpt = Annotated[list[str] | None, typer.Option(
     help="Workload parameter KEY=VALUE or WORKLOAD.KEY=VALUE (repeatable), e.g. convs=50.")]
 TraceOpt = Annotated[Path | None, typer.Option(
     "--trace",
-    help="Mooncake JSONL trace ({timestamp, input_length, output_length, hash_ids}, 512-token "
-         "blocks); default pool 4,000,000 tokens.")]
+    help="JSONL trace: Mooncake (512-token blocks), Alibaba Bailian/Qwen (16-token blocks, "
+         "linked turns) or ServeGen offline, detected from the first record (see "
+         "--trace-format); default pool 4,000,000 tokens.")]
+TraceFormatOpt = Annotated[str, typer.Option(
+    "--trace-format",
+    help="With --trace: 'auto' (detect from the first record) or an installed format: "
+         "mooncake, bailian, servegen, or one a package adds (entry points "
+         "radix_evict.trace_formats).")]
+BlockSizeOpt = Annotated[int | None, typer.Option(
+    "--block-size", min=1,
+    help="With --trace: tokens per hash_id block (default: the format's; ServeGen needs it).")]
 PoolOpt = Annotated[int | None, typer.Option(
     "--pool-tokens", min=1, help="KV pool size in tokens (default: the workload's).")]
 PageOpt = Annotated[int, typer.Option("--page-size", min=1, help="Tokens per KV page.")]
@@ -264,6 +291,11 @@ ProgressOpt = Annotated[bool, typer.Option(
     "--progress/--no-progress", help="Progress bar on a terminal for runs over a second.")]
 ListOpt = Annotated[bool, typer.Option(
     "--list-workloads", help="List the built-in workloads and their parameters.")]
+OracleOpt = Annotated[bool, typer.Option(
+    "--oracle",
+    help="Also replay the offline bound (Belady: evict the leaf used again farthest in the "
+         "future) and the infinite-pool ceiling; adds an 'oracle' row and each policy's share "
+         "of the lru-to-oracle gap. A reference, not a policy you can run.")]
 JobsOpt = Annotated[int | None, typer.Option(
     "--jobs", "-j", min=1,
     help="Worker processes for the replays (default: planned from the cores; more processes "
@@ -278,6 +310,8 @@ def simulate(
     workload: WorkloadOpt = None,
     param: ParamOpt = None,
     trace: TraceOpt = None,
+    trace_format: TraceFormatOpt = "auto",
+    block_size: BlockSizeOpt = None,
     pool_tokens: PoolOpt = None,
     page_size: PageOpt = 1,
     seed: SeedOpt = 0,
@@ -290,6 +324,7 @@ def simulate(
     progress: ProgressOpt = True,
     list_workloads: ListOpt = False,
     jobs: JobsOpt = None,
+    oracle: OracleOpt = False,
 ) -> None:
     """Which policy should I run? Replay a workload under each policy and recommend one.
 
@@ -306,36 +341,50 @@ def simulate(
         raise CliError("give --trace or --workload, not both", EXIT_USAGE)
     if device not in ("auto", "cpu", "cuda"):
         raise CliError(f"--device {device!r}: use auto, cpu or cuda", EXIT_USAGE)
-    _check_output(plot, "--plot", PLOT_SUFFIXES)
-    _check_output(metrics, "--enable-metrics")
+    check_output(plot, "--plot", PLOT_SUFFIXES)
+    check_output(metrics, "--enable-metrics")
+    if plot is not None:
+        from .simulate_plot import pyplot
+
+        pyplot()  # matplotlib missing: say so now, not after the replay
+    if trace is None and (trace_format != "auto" or block_size is not None):
+        raise CliError("--trace-format and --block-size go with --trace", EXIT_USAGE)
     params = parse_params(param or [])
+    check_params(params)
+    check_pool(pool_tokens, page_size)
     name = workload or DEFAULT_WORKLOAD
     if model is not None:
         from .simulate_engine import MODELS
 
         if model not in MODELS:
             raise CliError(f"--model {model!r}: models: {', '.join(MODELS)}", EXIT_USAGE)
-        if trace is not None or len(workload_list(name)) != 1:
-            raise CliError("--model tiny replays one built-in workload (no --trace, no 'all')",
+        if trace is None and len(workload_list(name)) != 1:
+            raise CliError("--model tiny replays one workload or one trace (no 'all')",
                            EXIT_USAGE)
-        if plot is not None or metrics is not None:
-            raise CliError("--plot and --enable-metrics are for token replays, not --model",
-                           EXIT_USAGE)
+        if plot is not None or metrics is not None or oracle:
+            raise CliError("--plot, --enable-metrics and --oracle are for token replays, "
+                           "not --model", EXIT_USAGE)
         runs = build_runs(policy, config)
-        _run_engine(name, params_for(name, params, all_mode=False), runs,
+        from .simulate_engine import tiny_setup, tiny_trace_setup
+
+        setup = (tiny_trace_setup(build_trace(trace, params, trace_format, block_size))
+                 if trace is not None else
+                 tiny_setup(name, seed, params_for(name, params, all_mode=False)))
+        _run_engine(setup, runs,
                     pool_tokens=pool_tokens, page_size=page_size, seed=seed, device=device,
                     baseline=baseline, json_out=json_out, progress=progress)
         return
     if trace is not None:
         runs = build_runs(policy, config)
-        wl = build_trace(trace, params)
+        wl = build_trace(trace, params, trace_format, block_size)
         wls = [wl]
     else:
         wls = build_workloads(name, params, seed)
         runs = build_runs(policy, config)
+    check_workload_pools(wls, pool_tokens, page_size)
     common: dict[str, Any] = {"pool_tokens": pool_tokens, "page_size": page_size, "seed": seed,
                               "json_out": json_out, "plot": plot, "metrics": metrics,
-                              "progress": progress, "jobs": jobs}
+                              "progress": progress, "jobs": jobs, "oracle": oracle}
     if len(wls) == 1 and name != ALL:
         _run_single(wls[0], runs, **common)
     else:

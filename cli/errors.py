@@ -9,6 +9,7 @@ not our stack.
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,10 +48,20 @@ def _trace_code(exc: TraceError) -> int:
     return EXIT_USAGE if isinstance(exc, TraceFileError) else EXIT_INVALID
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+INTERRUPTED = "interrupted (Ctrl-C); nothing was written"
+
+
 def classify(exc: BaseException) -> tuple[int, str, list[dict[str, Any]]]:
     """(exit code, message, problems as dicts) for any exception a command let escape."""
     if isinstance(exc, CliError):
         return exc.code, str(exc), exc.problems
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED, INTERRUPTED, []
+    if isinstance(exc, output.OutputError):
+        return EXIT_USAGE, str(exc), []
+    if isinstance(exc, MemoryError):
+        return EXIT_USAGE, f"out of memory: {exc or 'an allocation failed'}", []
     if isinstance(exc, PluginError):  # before PolicyConfigError: it is one
         return EXIT_USAGE, str(exc), [p.to_dict() for p in exc.problems]
     if isinstance(exc, PolicyConfigError):
@@ -71,20 +82,36 @@ def classify(exc: BaseException) -> tuple[int, str, list[dict[str, Any]]]:
     return EXIT_USAGE, f"internal error: {type(exc).__name__}: {exc}", []
 
 
+QUIET_TYPES = (CliError, RadixEvictError, OSError, KeyboardInterrupt, output.OutputError,
+               MemoryError)
+
+
 def report(exc: BaseException, state: CliState | None) -> int:
-    """Print ``exc`` for people (stderr) and, under --json, for machines (stdout); return code."""
+    """Print ``exc`` for people (stderr) and, under --json, for machines (stdout); return code.
+
+    Under --json stdout gets exactly one document: this error's, unless the
+    command already wrote its answer, or stdout is what failed.
+    """
     code, message, problems = classify(exc)
     verbose = bool(state and state.verbose)
     if verbose:
         output.stderr().print("".join(traceback.format_exception(exc)), markup=False,
                               highlight=False)
     output.error(message)
-    if not verbose and not isinstance(exc, (CliError, RadixEvictError, OSError)):
+    if not verbose and not isinstance(exc, QUIET_TYPES):
         output.note("(run with -v to see the traceback)")
     if state is not None and state.json:
-        output.emit_json({"status": "error", "exit_code": code, "message": message,
-                          "errors": problems})
+        emit_error_json(code, message, problems)
     return code
+
+
+def emit_error_json(code: int, message: str, problems: Sequence[dict[str, Any]] = ()) -> None:
+    """The error as this invocation's JSON document, if it has none yet and stdout works."""
+    if output.json_written():
+        return
+    with contextlib.suppress(output.OutputError):  # the stderr line said what failed
+        output.emit_json({"status": "error", "exit_code": code, "message": message,
+                          "errors": list(problems)})
 
 
 def mark_json(obj: Any, on: bool) -> None:

@@ -25,6 +25,10 @@ def read_config_arg(value: str | None) -> str | None:
     except OSError as exc:
         raise CliError(f"--config {value}: cannot read {path}: {exc.strerror or exc}",
                        EXIT_USAGE) from None
+    except UnicodeDecodeError as exc:
+        raise CliError(f"--config {value}: {path} is not UTF-8 text (byte "
+                       f"0x{exc.object[exc.start]:02x} at offset {exc.start}); a config file "
+                       "holds a JSON object") from None
 
 
 def split_named_config(value: str) -> tuple[str | None, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -20,12 +21,50 @@ from rich.console import Console
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+class OutputError(Exception):
+    """stdout cannot be written (a full disk, ``> /dev/full``): said once, on stderr."""
+
+
+def silence_stdout() -> None:
+    """Point stdout's file descriptor at devnull, so no later flush fails (and reports) again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real descriptor (a test's buffer)
+        pass
+
+
+class _GuardedStdout:
+    """sys.stdout for rich: a write that fails becomes one OutputError (a closed pipe stays
+    BrokenPipeError, which ``main`` treats as ``| head`` having read enough)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sys.stdout, name)
+
+    def write(self, text: str) -> int:
+        return _guarded(lambda: sys.stdout.write(text))
+
+    def flush(self) -> None:
+        _guarded(sys.stdout.flush)
+
+
+def _guarded(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        silence_stdout()
+        raise OutputError(f"cannot write the output to stdout: {exc.strerror or exc}") from None
+
+
 # Built per call (not at import) so tests that swap sys.stdout/sys.stderr see the output.
 
 
 def stdout() -> Console:
     """Console for the command's answer (tables)."""
-    return Console(file=sys.stdout, soft_wrap=False, width=_width())
+    return Console(file=_GuardedStdout(), soft_wrap=False, width=_width())  # type: ignore[arg-type]
 
 
 def stderr() -> Console:
@@ -63,10 +102,27 @@ def to_json(data: Any) -> str:
     return json.dumps(_finite(data), indent=2, default=_json_default, allow_nan=False)
 
 
+_documents = 0  # JSON documents written by this invocation (see json_written)
+
+
 def emit_json(data: Any) -> None:
-    """Write ``data`` as JSON to stdout: the machine-readable answer."""
-    sys.stdout.write(to_json(data) + "\n")
-    sys.stdout.flush()
+    """Write ``data`` as JSON to stdout: the machine-readable answer (one per invocation)."""
+    global _documents
+    text = to_json(data) + "\n"
+    _guarded(lambda: sys.stdout.write(text))
+    _guarded(sys.stdout.flush)
+    _documents += 1
+
+
+def json_written() -> bool:
+    """Whether this invocation's one JSON document is already on stdout."""
+    return _documents > 0
+
+
+def begin_invocation() -> None:
+    """Forget earlier invocations' output (tests run many in one process)."""
+    global _documents
+    _documents = 0
 
 
 def note(text: str) -> None:

@@ -1,9 +1,9 @@
 """``simulate --model tiny``: the same question answered with real K/V and measured TTFT.
 
-The workload is shrunk to CPU size (``radix_evict.engine.workload.tiny_workload``)
-and replayed through the tiny decoder once per policy, plus once without a
-cache as the baseline. Token figures come from the same replay, so a policy's
-hit rate and its TTFT can be read side by side.
+The workload is shrunk to CPU size (``radix_evict.engine.workload.tiny_workload``;
+a trace: ``tiny_trace_requests``) and replayed through the tiny decoder once per
+policy, plus once without a cache as the baseline. Token figures come from the
+same replay, so a policy's hit rate and its TTFT can be read side by side.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from radix_evict.engine import EngineResult, requests_from_workload, run_engine_replay
 from radix_evict.engine.loop import EngineRequest
 from radix_evict.engine.model import TinyConfig
-from radix_evict.engine.workload import default_pool_tokens, tiny_workload
+from radix_evict.engine.workload import default_pool_tokens, tiny_trace_requests, tiny_workload
 from radix_evict.sim.replay import PolicyRun
 from radix_evict.sim.workloads import Workload
 
@@ -63,6 +63,11 @@ def tiny_setup(name: str, seed: int, params: dict[str, Any]) -> tuple[Workload,
     workload = tiny_workload(name, seed=seed, **params)
     requests = requests_from_workload(workload.requests(), vocab_size=TinyConfig().vocab_size)
     return workload, requests
+
+
+def tiny_trace_setup(trace: Workload) -> tuple[Workload, list[EngineRequest]]:
+    """A trace's first arrivals, shrunk to CPU size with their prefix structure kept."""
+    return trace, tiny_trace_requests(trace, vocab_size=TinyConfig().vocab_size)
 
 
 def run_engine(workload: Workload, requests: Sequence[EngineRequest], runs: Sequence[PolicyRun],

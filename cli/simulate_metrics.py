@@ -1,78 +1,80 @@
 """Prometheus text exposition of each replay's cache counters (``--enable-metrics FILE``).
 
-The names mirror what SGLang exports under ``--enable-metrics`` (hit rate,
-prompt and cached tokens, evicted tokens, eviction time), prefixed
-``radix_evict_`` and labelled by policy (and workload), so a dashboard built
-for a serving fleet can read a simulation too.
+The families are the live cache collector's
+(:data:`radix_evict.cache.metrics.CACHE_METRICS`), labelled by policy (and
+workload), plus two a replay alone knows (requests, failed admissions), so a
+dashboard built for a serving fleet can read a simulation too. The file is
+prometheus_client's own exposition of a private registry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
+
+from radix_evict.cache.metrics import CACHE_METRICS, Kind, metric_family
 from radix_evict.sim.replay import ReplayResult
 
 Getter = Callable[[ReplayResult], float]
 
+# The replay's own figure for a counter, used when a cache's stats lack that key.
+_FALLBACK: dict[str, Getter] = {
+    "hit_rate": lambda r: r.hit_rate,
+    "queried_tokens": lambda r: r.prompt_tokens,
+    "hit_tokens": lambda r: r.hit_tokens,
+    "evicted_tokens": lambda r: r.evicted_tokens,
+    "eviction_seconds": lambda r: r.eviction_s,
+    "evict_calls": lambda r: r.evict_calls,
+}
 
-def _stat(name: str, fallback: Getter) -> Getter:
-    """A cache counter from ``result.stats``, or the replay's own figure if the cache lacks it."""
+
+def _stat(key: str) -> Getter:
     def get(r: ReplayResult) -> float:
-        value = r.stats.get(name)
-        return float(value) if isinstance(value, (int, float)) else float(fallback(r))
+        value = r.stats.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        return float(_FALLBACK[key](r))
     return get
 
 
-# (metric name, type, help, value)
-METRICS: tuple[tuple[str, str, str, Getter], ...] = (
-    ("radix_evict_cache_hit_rate", "gauge",
-     "Cached share of the prompt tokens looked up in the cache (hit / (hit + uncached)).",
-     _stat("hit_rate", lambda r: r.hit_rate)),
-    ("radix_evict_prompt_tokens_total", "counter", "Prompt tokens looked up in the cache.",
-     _stat("queried_tokens", lambda r: r.prompt_tokens)),
-    ("radix_evict_cached_tokens_total", "counter", "Prompt tokens served from the cache.",
-     _stat("hit_tokens", lambda r: r.hit_tokens)),
-    ("radix_evict_evicted_tokens_total", "counter", "Tokens evicted from the cache.",
-     _stat("evicted_tokens", lambda r: r.evicted_tokens)),
-    ("radix_evict_eviction_duration_seconds_total", "counter",
-     "Seconds spent in cache eviction.", _stat("eviction_seconds", lambda r: r.eviction_s)),
-    ("radix_evict_evictions_total", "counter", "Eviction calls.",
-     _stat("evict_calls", lambda r: r.evict_calls)),
-    ("radix_evict_requests_total", "counter", "Requests replayed.",
-     lambda r: r.requests),
-    ("radix_evict_failed_admissions_total", "counter",
+# (name without _total, kind, help, value)
+REPLAY_METRICS: tuple[tuple[str, Kind, str, Getter], ...] = (
+    *((m.name, m.kind, m.help, _stat(m.stat)) for m in CACHE_METRICS),
+    ("radix_evict_requests", "counter", "Requests replayed.", lambda r: r.requests),
+    ("radix_evict_failed_admissions", "counter",
      "Requests that found no room in the pool even after eviction.", lambda r: r.failed),
 )
 
 
-def _escape(value: str) -> str:
-    """Label values escape backslash, double quote and newline (exposition format)."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+class ReplayCollector(Collector):
+    """The finished replays' counters, one sample per replay."""
 
+    def __init__(self, results: Sequence[ReplayResult]) -> None:
+        self.results = list(results)
+        self.labels = ["policy"]
+        if len({r.workload for r in self.results}) > 1:
+            self.labels.append("workload")
 
-def _labels(r: ReplayResult, with_workload: bool) -> str:
-    pairs: list[tuple[str, Any]] = [("policy", r.label)]
-    if with_workload:
-        pairs.append(("workload", r.workload))
-    return ",".join(f'{k}="{_escape(str(v))}"' for k, v in pairs)
+    def _label_values(self, r: ReplayResult) -> list[str]:
+        return [r.label, r.workload][: len(self.labels)]
 
-
-def _number(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(float(x))
+    def collect(self) -> Iterator[Metric]:
+        for name, kind, help_text, get in REPLAY_METRICS:
+            family = metric_family(name, kind, help_text, self.labels)
+            for r in self.results:
+                family.add_metric(self._label_values(r), float(get(r)))
+            yield family
 
 
 def prometheus_text(results: Sequence[ReplayResult]) -> str:
-    """The counters of every result, one HELP/TYPE block per metric."""
-    with_workload = len({r.workload for r in results}) > 1
-    lines: list[str] = []
-    for name, kind, help_text, get in METRICS:
-        lines.append(f"# HELP {name} {help_text}")
-        lines.append(f"# TYPE {name} {kind}")
-        for r in results:
-            lines.append(f"{name}{{{_labels(r, with_workload)}}} {_number(get(r))}")
-    return "\n".join(lines) + "\n"
+    """The counters of every result in the Prometheus text format."""
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(ReplayCollector(results))
+    return generate_latest(reg).decode("utf-8")
 
 
 def write_metrics(path: Path, results: Sequence[ReplayResult]) -> None:

@@ -10,12 +10,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from radix_evict.sim.bound import Bound
 from radix_evict.sim.replay import ReplayResult
 
 from .errors import EXIT_USAGE, CliError
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     """pyplot on the Agg backend, or a clear environment error when matplotlib is missing."""
     try:
         import matplotlib
@@ -54,20 +55,35 @@ def _timeline(ax: Any, results: Sequence[ReplayResult], title: str) -> None:
     ax.grid(alpha=0.3)
 
 
-def plot_single(path: Path, results: Sequence[ReplayResult], title: str) -> None:
+def _reference_lines(ax: Any, bound: Bound | None, timeline: bool = False) -> None:
+    """The oracle and the infinite-pool ceiling as horizontal lines (overall hit rates)."""
+    if bound is None:
+        return
+    for value, name, style in ((bound.oracle.hit_rate, "oracle (offline bound)", "--"),
+                               (bound.ceiling.hit_rate, "ceiling (infinite pool)", ":")):
+        ax.axhline(100 * value, color="black", linestyle=style, linewidth=1,
+                   label=f"{name}{' overall' if timeline else ''} {100 * value:.1f}%")
+
+
+def plot_single(path: Path, results: Sequence[ReplayResult], title: str,
+                bound: Bound | None = None) -> None:
     """One workload: hit rate, p50/p90/p99 uncached per policy, and hit rate over time."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
     labels = [r.label for r in results]
     axes[0].bar(labels, [100 * r.hit_rate for r in results], color="tab:blue")
     axes[0].set_ylabel("token hit rate (%)")
     axes[0].set_title("hit rate per policy", fontsize=9)
     axes[0].grid(axis="y", alpha=0.3)
+    _reference_lines(axes[0], bound)
+    if bound is not None:
+        axes[0].legend(fontsize=8)
     tails = {q: [getattr(r, f"{q}_uncached") for r in results] for q in ("p50", "p90", "p99")}
     _grouped_bars(axes[1], labels, tails, "uncached prefill tokens per request")
     axes[1].set_title("uncached tokens per request (p50/p90/p99)", fontsize=9)
     axes[1].legend(fontsize=8)
     _timeline(axes[2], results, "hit rate over time (window)")
+    _reference_lines(axes[2], bound, timeline=True)
     axes[2].legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
@@ -76,9 +92,10 @@ def plot_single(path: Path, results: Sequence[ReplayResult], title: str) -> None
 
 
 def plot_matrix(path: Path, workloads: Sequence[str], policies: Sequence[str],
-                results: Sequence[ReplayResult], winners: dict[str, str], title: str) -> None:
+                results: Sequence[ReplayResult], winners: dict[str, str], title: str,
+                bounds: Mapping[str, Bound] | None = None) -> None:
     """Policy x workload: hit rate and p99 uncached grouped by workload, and a timeline each."""
-    plt = _pyplot()
+    plt = pyplot()
     cols = max(len(workloads), 2)
     fig = plt.figure(figsize=(4 * cols, 8.5))
     grid = fig.add_gridspec(2, cols)
@@ -89,6 +106,14 @@ def plot_matrix(path: Path, workloads: Sequence[str], policies: Sequence[str],
     half = cols // 2
     ax0 = fig.add_subplot(grid[0, :half])
     _grouped_bars(ax0, names, hit, "token hit rate (%)")
+    bounds = bounds or {}
+    for i, w in enumerate(workloads):  # each workload's bound over its own group of bars
+        b = bounds.get(w)
+        if b is not None:
+            for value, style, name in ((b.oracle.hit_rate, "--", "oracle"),
+                                       (b.ceiling.hit_rate, ":", "ceiling")):
+                ax0.hlines(100 * value, i - 0.45, i + 0.45, colors="black", linestyles=style,
+                           linewidth=1, label=name if i == 0 else None)
     ax0.set_title("hit rate", fontsize=9)
     ax0.legend(fontsize=8)
     ax1 = fig.add_subplot(grid[0, half:])
@@ -97,6 +122,7 @@ def plot_matrix(path: Path, workloads: Sequence[str], policies: Sequence[str],
     for i, w in enumerate(workloads):
         ax = fig.add_subplot(grid[1, i])
         _timeline(ax, [cell[(w, p)] for p in policies], f"{w}: hit rate over time")
+        _reference_lines(ax, bounds.get(w), timeline=True)
         if i == 0:
             ax.legend(fontsize=7)
     fig.suptitle(title)

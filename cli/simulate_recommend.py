@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from radix_evict.sim.winner import NEAR_TIE, Scored, choose_winner
+from radix_evict.sim.winner import NEAR_TIE, Scored, checkpoint_only, choose_winner
 from radix_evict.sim.winner import WINNER_RULE as RULE
 
 DEFAULT_POLICY = "lru"
@@ -43,9 +43,31 @@ def _t(x: float) -> str:
     return f"{x:,.0f}"
 
 
+def _checkpoint_note(passed: Sequence[Scored], winner: Scored) -> str:
+    """Why a priority-ordering policy with the better figures is not the recommendation."""
+    better = [r for r in passed if r.hit_rate > winner.hit_rate]
+    if not better:
+        return ""
+    r = max(better, key=lambda x: x.hit_rate)
+    (prio,) = getattr(r, "tiers", {0: None})
+    return (f"; {r.label} gets {_p(r.hit_rate)} but is not recommended: every request has "
+            f"priority {prio}, so what sets it apart from plain recency is only the "
+            f"replay's prompt checkpoint insert at priority + 1, not request priorities "
+            f"(see the replay's assumptions in docs/replay.md)")
+
+
 def recommend(results: Sequence[Scored]) -> Recommendation:
     """Pick the winner and explain it in one sentence with hit rates and p99 uncached tokens."""
+    rec = _recommend(results)
+    passed = [r for r in results if checkpoint_only(r)]
+    winner = next(r for r in results if r.label == rec.policy)
+    note = _checkpoint_note(passed, winner)
+    return Recommendation(rec.policy, rec.reason + note, rec.tie_break) if note else rec
+
+
+def _recommend(results: Sequence[Scored]) -> Recommendation:
     winner, tie_break = choose_winner(results)
+    results = [r for r in results if r is winner or not checkpoint_only(r)]
     others = [r for r in results if r is not winner]
     w = winner.label
     if not others:

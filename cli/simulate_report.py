@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
+from radix_evict.sim.bound import Bound
 from radix_evict.sim.replay import ReplayResult
 
 from .output import num, pct
@@ -21,21 +22,60 @@ def _config_text(r: ReplayResult) -> str:
     return f"{text} (derived)" if r.config_source == "workload-suggested" else text
 
 
-def policy_table(results: Sequence[ReplayResult], winner: str, title: str) -> Table:
-    """One row per policy: hit rate, uncached tails, evictions, replay speed."""
+def _gap_text(bound: Bound, hit_rate: float) -> str:
+    share = bound.gap_closed(hit_rate)
+    return "-" if share is None else f"{100 * share:.0f}%"
+
+
+def bound_caption(bound: Bound) -> str:
+    """What the oracle row and the ceiling mean, with the ceiling's figure."""
+    return (f"oracle = offline bound (Belady: farthest next use first), not a servable policy; "
+            f"infinite-pool ceiling {pct(bound.ceiling.hit_rate)}; gap closed = share of the "
+            f"lru-to-oracle hit-rate gap")
+
+
+def policy_table(results: Sequence[ReplayResult], winner: str, title: str,
+                 bound: Bound | None = None) -> Table:
+    """One row per policy: hit rate, uncached tails, evictions, replay speed (and the bound)."""
     t = Table(title=title, title_justify="left")
     t.add_column("policy")
     t.add_column("config", overflow="fold")
-    for col in ("hit rate", "p50 uncached", "p90 uncached", "p99 uncached", "evicted tokens",
-                "req/s", "wall s"):
+    cols = ["hit rate", "p50 uncached", "p90 uncached", "p99 uncached", "evicted tokens",
+            "req/s", "wall s"]
+    if bound is not None:
+        cols.insert(1, "gap closed")
+    for col in cols:
         t.add_column(col, justify="right")
-    for r in results:
+    rows = [*results, bound.oracle] if bound is not None else list(results)
+    for r in rows:
         mark = " *" if r.label == winner else ""
-        t.add_row(r.label + mark, _config_text(r), pct(r.hit_rate), num(r.p50_uncached),
+        gap = [] if bound is None else [_gap_text(bound, r.hit_rate)]
+        t.add_row(r.label + mark, _config_text(r), pct(r.hit_rate), *gap, num(r.p50_uncached),
                   num(r.p90_uncached), num(r.p99_uncached), f"{r.evicted_tokens:,}",
-                  f"{r.req_per_s:,.0f}", f"{r.wall_s:.2f}")
+                  f"{r.req_per_s:,.0f}", f"{r.wall_s:.2f}",
+                  end_section=bound is not None and r is results[-1])
     t.caption = "* recommended; uncached = prompt tokens per request not served from the cache"
+    if bound is not None:
+        t.caption += "\n" + bound_caption(bound)
     return t
+
+
+def add_bound_json(data: dict[str, Any], bounds: Sequence[Bound]) -> None:
+    """--oracle in --json: gap_closed on every result, the oracle rows, the ceiling(s)."""
+    by_name = {b.workload: b for b in bounds}
+    for r in data["results"]:
+        r["gap_closed"] = by_name[r["workload"]].gap_closed(r["hit_rate"])
+    for b in bounds:
+        row = b.oracle.to_dict()
+        row["gap_closed"] = b.gap_closed(b.oracle.hit_rate)
+        data["results"].append(row)
+    if data.get("mode") == "matrix":
+        data["ceiling"] = {b.workload: b.ceiling.to_dict() for b in bounds}
+        data["bounds"] = {b.workload: b.to_dict() for b in bounds}
+    else:
+        (b,) = bounds
+        data["ceiling"] = b.ceiling.to_dict()
+        data["bound"] = b.to_dict()
 
 
 def tier_table(results: Sequence[ReplayResult], title: str) -> Table:
@@ -52,36 +92,54 @@ def tier_table(results: Sequence[ReplayResult], title: str) -> Table:
 
 
 def matrix_table(workloads: Sequence[str], policies: Sequence[str],
-                 results: Sequence[ReplayResult], winners: dict[str, str]) -> Table:
+                 results: Sequence[ReplayResult], winners: dict[str, str],
+                 bounds: dict[str, Bound] | None = None) -> Table:
     """Policy x workload: hit rate and p50/p90/p99 uncached, winner marked per workload."""
     cell = {(r.workload, r.label): r for r in results}
+    bounds = bounds or {}
+    for w, b in bounds.items():
+        cell[(w, b.oracle.label)] = b.oracle
     t = Table(title="policy x workload", title_justify="left")
     t.add_column("workload")
     t.add_column("policy")
-    for col in ("hit rate", "p50 uncached", "p90 uncached", "p99 uncached", "evicted tokens"):
+    cols = ["hit rate", "p50 uncached", "p90 uncached", "p99 uncached", "evicted tokens"]
+    if bounds:
+        cols.insert(1, "gap closed")
+    for col in cols:
         t.add_column(col, justify="right")
     for w in workloads:
-        for i, p in enumerate(policies):
+        b = bounds.get(w)
+        labels = [*policies, b.oracle.label] if b is not None else list(policies)
+        for i, p in enumerate(labels):
             r = cell[(w, p)]
             mark = " *" if winners.get(w) == p else ""
-            t.add_row(w if i == 0 else "", p + mark, pct(r.hit_rate), num(r.p50_uncached),
+            gap = [] if b is None else [_gap_text(b, r.hit_rate)]
+            t.add_row(w if i == 0 else "", p + mark, pct(r.hit_rate), *gap, num(r.p50_uncached),
                       num(r.p90_uncached), num(r.p99_uncached), f"{r.evicted_tokens:,}",
-                      end_section=i == len(policies) - 1)
+                      end_section=i == len(labels) - 1)
     t.caption = "* winner of the workload"
+    if bounds:
+        t.caption += ("\noracle = offline bound (Belady), not a servable policy; gap closed = "
+                      "share of the lru-to-oracle hit-rate gap; ceilings in the hit-rate table")
     return t
 
 
 def hit_rate_pivot(workloads: Sequence[str], policies: Sequence[str],
-                   results: Sequence[ReplayResult], winners: dict[str, str]) -> Table:
+                   results: Sequence[ReplayResult], winners: dict[str, str],
+                   bounds: dict[str, Bound] | None = None) -> Table:
     """Hit rates at a glance: policies down, workloads across, winner per column."""
     cell = {(r.workload, r.label): r for r in results}
     t = Table(title="hit rate", title_justify="left")
     t.add_column("policy")
     for w in workloads:
         t.add_column(w, justify="right")
-    for p in policies:
+    for i, p in enumerate(policies):
         t.add_row(p, *(pct(cell[(w, p)].hit_rate) + (" *" if winners.get(w) == p else "")
-                       for w in workloads))
+                       for w in workloads), end_section=bool(bounds) and i == len(policies) - 1)
+    if bounds:
+        t.add_row("oracle", *(pct(bounds[w].oracle.hit_rate) for w in workloads))
+        t.add_row("ceiling (infinite pool)", *(pct(bounds[w].ceiling.hit_rate)
+                                               for w in workloads))
     return t
 
 

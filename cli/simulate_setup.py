@@ -20,7 +20,6 @@ from radix_evict.sim.workloads import (
     TraceParams,
     Workload,
     get_workload,
-    load_trace,
     workload_names,
 )
 
@@ -154,16 +153,27 @@ def build_workloads(name: str, params: Sequence[Param], seed: int) -> list[Workl
             for n in names]
 
 
-def build_trace(path: Path, params: Sequence[Param]) -> Workload:
-    """A Mooncake trace; a missing file is an environment error, a bad line invalid input."""
+def build_trace(path: Path, params: Sequence[Param], fmt: str | None = None,
+                block_size: int | None = None) -> Workload:
+    """A trace in any installed format (detected unless ``fmt``); a missing file is an
+    environment error, a bad line or an unrecognised format invalid input."""
+    from radix_evict.sim.traces import TraceFormatError, open_trace
+
     if not path.exists():
         raise CliError(f"{path}: no such file", EXIT_USAGE)
     if path.is_dir():
-        raise CliError(f"{path}: is a directory, expected a Mooncake JSONL trace", EXIT_USAGE)
+        raise CliError(f"{path}: is a directory, expected a JSONL trace", EXIT_USAGE)
     known = _fields(TraceParams)
     kwargs: dict[str, Any] = {}
     for p in params:
         if p.workload is not None or p.key not in known:
             raise CliError(f"--param {p.key}: a trace takes only {', '.join(sorted(known))}")
         kwargs[p.key] = p.value
-    return load_trace(path, **kwargs)
+    if block_size is not None:
+        if "block_size" in kwargs:
+            raise CliError("give --block-size or --param block_size=..., not both", EXIT_USAGE)
+        kwargs["block_size"] = block_size
+    try:
+        return open_trace(path, fmt if fmt != "auto" else None, **kwargs)
+    except TraceFormatError as exc:
+        raise CliError(str(exc)) from None

@@ -233,6 +233,27 @@ def test_policy_from_a_failed_plugin_is_an_environment_error(
     assert r.exit_code == 2
 
 
+def test_an_unrelated_failed_plugin_leaves_a_name_unknown(
+    cli: Invoke, plugin: Callable[..., None]
+) -> None:
+    plugin(Broken(), "broken-cli")
+    r = cli("validate", "-p", "nosuch", "--json")
+    assert r.exit_code == 1, r.output
+    (err,) = json.loads(r.stdout)["errors"]
+    assert err["type"] == "unknown_policy"
+    assert "boom at import time" in err["msg"]  # noted, not blamed
+
+
+def test_list_without_all_mentions_failed_plugins(
+    cli: Invoke, plugin: Callable[..., None]
+) -> None:
+    plugin(Broken(), "broken-cli")
+    for args in (["list"], ["list", "--json"]):
+        r = cli(*args)
+        assert r.exit_code == 0, r.output
+        assert "cli-test-dist 9.9 (entry point 'broken-cli') failed to load" in r.stderr
+
+
 # ----------------------------------------------------------------------------- schema
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
 from radix_evict import registry
@@ -135,23 +136,37 @@ def test_plot_and_metrics_files(tmp_path: Path) -> None:
     data = run_json(*SMALL, "-p", "lru", "-p", "lfu", "--plot", str(png),
                     "--enable-metrics", str(prom))
     assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 10_000
-    text = prom.read_text()
+    families = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
     for name, kind in [("radix_evict_cache_hit_rate", "gauge"),
-                       ("radix_evict_prompt_tokens_total", "counter"),
-                       ("radix_evict_cached_tokens_total", "counter"),
-                       ("radix_evict_evicted_tokens_total", "counter"),
-                       ("radix_evict_eviction_duration_seconds_total", "counter")]:
-        assert f"# HELP {name} " in text and f"# TYPE {name} {kind}" in text
-    samples = dict(re.findall(r'^(\w+\{policy="\w+"\}) (\S+)$', text, re.M))
+                       ("radix_evict_prompt_tokens", "counter"),
+                       ("radix_evict_cached_tokens", "counter"),
+                       ("radix_evict_evicted_tokens", "counter"),
+                       ("radix_evict_eviction_duration_seconds", "counter"),
+                       ("radix_evict_requests", "counter"),
+                       ("radix_evict_failed_admissions", "counter")]:
+        assert families[name].type == kind and families[name].documentation, name
+    samples = {(s.name, s.labels["policy"]): s.value
+               for f in families.values() for s in f.samples}
+    assert {p for _, p in samples} == {"lru", "lfu"}, "one sample per replay, by label"
     for row in data["results"]:
         p = row["label"]
         stats = row["stats"]
-        assert int(samples[f'radix_evict_cached_tokens_total{{policy="{p}"}}']) == (
-            stats["hit_tokens"])
-        assert int(samples[f'radix_evict_evicted_tokens_total{{policy="{p}"}}']) == (
-            row["evicted_tokens"])
-        assert float(samples[f'radix_evict_cache_hit_rate{{policy="{p}"}}']) == pytest.approx(
-            stats["hit_rate"])
+        assert samples[("radix_evict_cached_tokens_total", p)] == stats["hit_tokens"]
+        assert samples[("radix_evict_evicted_tokens_total", p)] == row["evicted_tokens"]
+        assert samples[("radix_evict_requests_total", p)] == row["requests"]
+        assert samples[("radix_evict_cache_hit_rate", p)] == pytest.approx(stats["hit_rate"])
+        assert samples[("radix_evict_eviction_duration_seconds_total", p)] == pytest.approx(
+            stats["eviction_seconds"])
+
+
+def test_metrics_of_a_matrix_carry_the_workload(tmp_path: Path) -> None:
+    prom = tmp_path / "m.prom"
+    run_json("--workload", "chat,agentic", "-P", "chat.convs=20", "-P", "agentic.sessions=10",
+             "-p", "lru", "--pool-tokens", "6000", "--enable-metrics", str(prom))
+    [fam] = [f for f in text_string_to_metric_families(prom.read_text())
+             if f.name == "radix_evict_requests"]
+    assert {(s.labels["policy"], s.labels["workload"]) for s in fam.samples} == {
+        ("lru", "chat"), ("lru", "agentic")}
 
 
 # ----------------------------------------------------------------------------- traces
@@ -263,10 +278,10 @@ def test_model_tiny_reports_ttft_next_to_token_figures() -> None:
     assert data["recommendation"]["policy"] == "lru"
 
 
-def test_model_rejects_unknown_models_and_traces(tmp_path: Path) -> None:
+def test_model_rejects_unknown_models_and_the_matrix(tmp_path: Path) -> None:
     assert run("--model", "huge").exit_code == 2
     r = run("--model", "tiny", "--workload", "all")
-    assert r.exit_code == 2 and "one built-in workload" in r.stderr
+    assert r.exit_code == 2 and "one workload or one trace" in r.stderr
 
 
 # ----------------------------------------------------------------------------- recommendation

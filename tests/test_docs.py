@@ -37,7 +37,9 @@ def _load_generator() -> ModuleType:
     return module
 
 
-gen = _load_generator()
+generate = _load_generator()
+# The entry point imports the jobs from docs/gen/ (it puts docs/ on sys.path).
+from gen import common, figures, references, tables  # noqa: E402
 
 
 def _committed(path: Path) -> str:
@@ -49,14 +51,14 @@ def _committed(path: Path) -> str:
 
 
 def test_policy_reference_matches_the_registry() -> None:
-    assert _committed(gen.POLICIES_PAGE) == gen.render_policies(), (
+    assert _committed(references.POLICIES_PAGE) == references.render_policies(), (
         f"docs/reference/policies.md disagrees with the policy registry: {FIX}"
     )
 
 
 def test_policy_reference_has_a_section_per_builtin_policy() -> None:
-    page = _committed(gen.POLICIES_PAGE)
-    reg = gen.builtin_registry()
+    page = _committed(references.POLICIES_PAGE)
+    reg = references.builtin_registry()
     specs = reg.specs()
     assert {"lru", "lfu", "slru", "priority", "tlru", "fifo", "mru", "filo"} <= {
         s.name for s in specs
@@ -89,27 +91,27 @@ class _ExtraPlugin:
 
 
 def test_policy_reference_ignores_installed_plugins() -> None:
-    reg = gen.builtin_registry()
+    reg = references.builtin_registry()
     reg.add_plugin(_ExtraPlugin, name="docs-test")
     assert _ExtraPolicy.name in reg.choices()
-    assert gen.render_policies(reg) == gen.render_policies()
+    assert references.render_policies(reg) == references.render_policies()
 
 
 # --------------------------------------------------------------------------- CLI reference
 
 
 def test_cli_reference_matches_the_app() -> None:
-    assert _committed(gen.CLI_PAGE) == gen.render_cli(), (
+    assert _committed(references.CLI_PAGE) == references.render_cli(), (
         f"docs/reference/cli.md disagrees with the typer app: {FIX}"
     )
 
 
 def test_every_cli_command_and_option_is_documented() -> None:
-    page = _committed(gen.CLI_PAGE)
-    group = gen.cli_command()
-    names = gen.cli_commands(group)
+    page = _committed(references.CLI_PAGE)
+    group = references.cli_command()
+    names = references.cli_commands(group)
     assert {"list", "show", "validate", "lint", "schema", "simulate"} <= set(names)
-    root = gen._context(group, gen.PROG)
+    root = references._context(group, common.PROG)
     for name in names:
         assert f"\n## `radix-evict {name}`\n" in page, f"command {name!r} is undocumented"
         cmd = group.get_command(root, name)
@@ -126,8 +128,8 @@ def test_every_cli_command_and_option_is_documented() -> None:
 
 
 def test_figure_tables_match_results_json() -> None:
-    results = gen.load_results()
-    for path, text in gen.table_pages(results).items():
+    results = figures.load_results()
+    for path, text in tables.table_pages(results).items():
         assert _committed(path) == text, (
             f"{path.relative_to(ROOT)} disagrees with docs/figures/results.json: "
             "run `python docs/generate.py tables`"
@@ -135,7 +137,7 @@ def test_figure_tables_match_results_json() -> None:
 
 
 def test_results_cover_the_documented_runs() -> None:
-    results = gen.load_results()
+    results = figures.load_results()
     runs = {r["key"]: r for r in results["runs"]}
     assert set(runs) == {"chat", "mooncake-synthetic", "mooncake-conversation"}
     for key, run in runs.items():
@@ -144,18 +146,34 @@ def test_results_cover_the_documented_runs() -> None:
         assert labels == ["lru", "lfu", "slru", "priority", "tlru"], (key, labels)
         assert sim["recommendation"]["policy"] in labels
         if key != "chat":
-            assert sim["page_size"] == gen.TRACE_PAGE_SIZE
-            assert 0 < gen.TRACE_POOL_TOKENS - sim["pool_tokens"] < gen.TRACE_PAGE_SIZE
-            assert f"{gen.TRACES}/" in run["command"], "traces are read in place, never copied"
-    png = gen.PLOT.read_bytes()
+            assert sim["page_size"] == figures.TRACE_PAGE_SIZE
+            assert 0 < figures.TRACE_POOL_TOKENS - sim["pool_tokens"] < figures.TRACE_PAGE_SIZE
+            assert f"{figures.TRACES}/" in run["command"], "traces are read in place, never copied"
+    png = figures.PLOT.read_bytes()
     assert png.startswith(b"\x89PNG"), "docs/figures/policies.png is not a PNG"
 
 
 @pytest.mark.parametrize("page", ["choosing.md", "quickstart.md"])
 def test_no_measured_figure_outside_generated_sections(page: str) -> None:
-    text = gen.SECTION_RE.sub("", _committed(DOCS / page))
+    text = common.SECTION_RE.sub("", _committed(DOCS / page))
     typed = re.findall(r"\b\d+\.\d+ ?%|\b\d{1,3}(?:,\d{3})+\b", text)
     assert not typed, f"{page}: figures typed by hand outside generated sections: {typed}"
+
+
+# --------------------------------------------------------------------------- the entry point
+
+
+def test_generate_check_passes_on_the_committed_pages() -> None:
+    assert generate.main(["all", "--check"]) == 0
+
+
+def test_generate_check_fails_on_a_stale_page(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = references.render_cli
+    monkeypatch.setattr(references, "render_cli", lambda: real() + "stale\n")
+    assert generate.main(["cli", "--check"]) == 1
+    assert "docs/reference/cli.md" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- the site

@@ -8,6 +8,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_dists import FakeSite, policy_module
@@ -146,19 +147,33 @@ def test_broken_import_is_recorded_and_others_still_load(site: FakeSite) -> None
 def test_a_policy_only_a_broken_plugin_could_provide_names_its_distribution(
     site: FakeSite,
 ) -> None:
-    site.add("radix-evict-broken", "1.2.3", {"broken": BROKEN_IMPORT})
+    site.add("radix-evict-sieve", "1.2.3", {"broken": BROKEN_IMPORT})
     reg = only("broken")
     with pytest.raises(PluginLoadError) as info:
         reg.load_policy("sieve")
     message = str(info.value)
-    assert "radix-evict-broken" in message and "1.2.3" in message and "broken" in message
+    assert "radix-evict-sieve" in message and "1.2.3" in message and "broken" in message
     assert "sievelib" in message
     assert info.value.problems[0].type == "plugin_failed"
     # a near miss of a registered name stays a plain unknown-policy error, with a note
     with pytest.raises(PolicyConfigError) as near:
         reg.load_policy("lruu")
     assert not isinstance(near.value, PluginLoadError)
-    assert "did you mean 'lru'" in str(near.value) and "radix-evict-broken" in str(near.value)
+    assert "did you mean 'lru'" in str(near.value) and "radix-evict-sieve" in str(near.value)
+
+
+def test_a_failed_plugin_unrelated_to_the_name_leaves_it_an_unknown_policy(
+    site: FakeSite,
+) -> None:
+    site.add("radix-evict-broken", "1.2.3", {"broken": BROKEN_IMPORT})
+    reg = only("broken")
+    with pytest.raises(PolicyConfigError) as info:
+        reg.load_policy("nosuch")
+    assert not isinstance(info.value, PluginLoadError)
+    assert info.value.problems[0].type == "unknown_policy"
+    message = str(info.value)
+    assert message.startswith("unknown policy 'nosuch'")
+    assert "radix-evict-broken 1.2.3" in message and "sievelib" in message  # still noted
 
 
 def test_raising_hook_discards_its_registrations_and_is_named(site: FakeSite) -> None:
@@ -195,16 +210,38 @@ def test_duplicate_name_first_wins_and_requesting_it_fails(site: FakeSite) -> No
         reg.check_choice("shared", extended=True)
 
 
-def test_a_package_cannot_shadow_a_builtin(site: FakeSite) -> None:
-    site.add("shadowing-pkg", "0.1", {"shadow": policy_module("lru")})
-    reg = only("shadow")
+SHADOW_AND_OWN = """
+from radix_evict import EvictionPolicy, PolicySpec, hookimpl
+
+
+class Mine(EvictionPolicy):
+    def score(self, node):
+        return node.last_access_time
+
+
+@hookimpl
+def radix_evict_register_policies(register):
+    register(PolicySpec(name="ownpol", policy=Mine, summary="its own policy"))
+    register(PolicySpec(name="lru", policy=Mine, summary="takes the built-in's name"))
+"""
+
+
+def test_a_package_that_registers_a_builtins_name_fails_alone(site: FakeSite) -> None:
+    site.add("shadowing-pkg", "0.1", {"shadow": SHADOW_AND_OWN})
+    site.add("bystander-pkg", "1.0", {"bystander": policy_module("bystander")})
+    reg = only("shadow", "bystander")
+    assert reg.conflicts == []  # not a conflict that makes 'lru' unusable for everyone
+    assert type(reg.load_policy("lru")).__name__ == "LRUPolicy"
+    assert reg.validate("lru", None, extended=False) == []
     assert reg.get("lru").entry_point == "builtin"
-    [conflict] = reg.conflicts
-    assert conflict.second.distribution == "shadowing-pkg"
-    with pytest.raises(PolicyConflictError, match="shadowing-pkg"):
-        reg.load_policy("lru")
-    # leaving the package out of the allow-list resolves it
-    assert type(only().load_policy("lru")).__name__ == "LRUPolicy"
+    [failure] = reg.failures  # recorded against the plugin
+    assert (failure.distribution, failure.entry_point, failure.phase) == (
+        "shadowing-pkg", "shadow", "register")
+    assert "'lru'" in failure.error and "built-in" in failure.error
+    assert "ownpol" not in reg  # the package failed as a whole
+    with pytest.raises(PluginLoadError, match="shadowing-pkg"):
+        reg.load_policy("ownpol")
+    assert "bystander" in reg  # other packages are unaffected
 
 
 @pytest.mark.parametrize(("source", "needle"), [(LAX_CONFIG, "LaxConfig"),
@@ -344,3 +381,170 @@ def test_importing_radix_evict_loads_no_plugin(site: FakeSite, tmp_path: Path) -
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+CUSTOM_BASE_EXCEPTION = """
+class PluginAbort(BaseException):
+    pass
+
+
+raise PluginAbort("the plugin gave up at import")
+"""
+
+FAKE_CTRL_C = """
+raise KeyboardInterrupt("raised by the plugin, no key was pressed")
+"""
+
+REAL_CTRL_C = """
+import os, signal, time
+
+os.kill(os.getpid(), signal.SIGINT)
+time.sleep(5)  # the signal's handler raises here
+"""
+
+
+@pytest.mark.parametrize(("source", "error"), [
+    (CUSTOM_BASE_EXCEPTION, "PluginAbort: the plugin gave up at import"),
+    (FAKE_CTRL_C, "KeyboardInterrupt: raised by the plugin"),
+])
+def test_a_base_exception_at_import_is_a_failed_plugin(
+    site: FakeSite, source: str, error: str
+) -> None:
+    site.add("abort-pkg", "0.3", {"abort": source})
+    site.add("fine-pkg", "1.0", {"fine": policy_module("finepol")})
+    reg = only("abort", "fine")
+    [failure] = reg.failures
+    assert (failure.distribution, failure.phase) == ("abort-pkg", "import")
+    assert failure.error.startswith(error)
+    assert "finepol" in reg and "lru" in reg
+
+
+def test_a_real_ctrl_c_while_a_plugin_imports_stops_the_load(site: FakeSite) -> None:
+    site.add("slow-pkg", "1.0", {"slow": REAL_CTRL_C})
+    reg = only("slow")
+    with pytest.raises(KeyboardInterrupt):
+        reg.choices()
+    assert not reg.loaded
+
+
+@pytest.mark.parametrize("source", [CUSTOM_BASE_EXCEPTION, FAKE_CTRL_C])
+def test_a_base_exception_at_import_breaks_no_unrelated_command(
+    site: FakeSite, source: str
+) -> None:
+    site.add("abort-pkg", "0.3", {"abort": source})
+    env = {**os.environ, "PYTHONPATH": str(site.root), ENV_VAR: "abort"}
+    for args in (["validate", "-h"], ["validate", "-p", "lru"], ["list"]):
+        r = subprocess.run([sys.executable, "-m", "radix_evict.cli", *args], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+        assert "Traceback" not in r.stderr
+    assert "abort-pkg" in r.stderr  # `list` mentions the failed plugin
+
+
+STRICT_FALSE_FIELD = """
+from pydantic import Field
+from radix_evict import EvictionPolicy, PolicyConfig, PolicySpec, hookimpl
+
+
+class LooseConfig(PolicyConfig):
+    a: int = Field(1, strict=False)
+
+
+class Loose(EvictionPolicy):
+    Config = LooseConfig
+
+    def score(self, node):
+        return 0
+
+
+@hookimpl
+def radix_evict_register_policies(register):
+    register(PolicySpec(name="loose", policy=Loose))
+"""
+
+ANY_ITEMS = STRICT_FALSE_FIELD.replace(
+    "a: int = Field(1, strict=False)", "items: list[Any] = []"
+).replace("from pydantic import Field", "from typing import Any")
+
+NESTED_NOT_STRICT = """
+from pydantic import BaseModel, ConfigDict
+from radix_evict import EvictionPolicy, PolicyConfig, PolicySpec, hookimpl
+
+
+class Item(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    size: int = 1
+
+
+class LooseConfig(PolicyConfig):
+    items: tuple[Item, ...] = ()
+
+
+class Loose(EvictionPolicy):
+    Config = LooseConfig
+
+    def score(self, node):
+        return 0
+
+
+@hookimpl
+def radix_evict_register_policies(register):
+    register(PolicySpec(name="loose", policy=Loose))
+"""
+
+
+@pytest.mark.parametrize(("source", "field", "why", "config"), [
+    (STRICT_FALSE_FIELD, "field a of LooseConfig", "strict=False", {"a": "4"}),
+    (STRICT_FALSE_FIELD, "field a of LooseConfig", "strict=False", {"a": True}),
+    (ANY_ITEMS, "field items of LooseConfig", "Any", {"items": [{"typo_key": 2}]}),
+    (NESTED_NOT_STRICT, "nested model Item (field items)", "strict=True",
+     {"items": [{"size": "2"}]}),
+])
+def test_a_config_model_that_coerces_anywhere_is_refused_naming_the_field(
+    site: FakeSite, source: str, field: str, why: str, config: dict[str, Any]
+) -> None:
+    site.add("loose-pkg", "0.2", {"loose": source})
+    reg = only("loose")
+    [failure] = reg.failures
+    assert failure.distribution == "loose-pkg" and failure.phase == "register"
+    assert field in failure.error and why in failure.error, failure.error
+    assert "loose" not in reg
+    [problem] = reg.validate("loose", config)  # never coerced: the policy is not there
+    assert problem.type == "plugin_failed" and "loose-pkg" in problem.msg
+
+
+def test_the_model_rules_apply_to_the_example_package_and_the_builtins() -> None:
+    from radix_evict.policies.config import config_model_problems
+
+    reg = Registry(environ={})
+    assert reg.failures == []
+    for spec in reg.specs():
+        assert config_model_problems(spec.config_model) == [], spec.name
+
+
+@pytest.mark.parametrize(("allowed", "needle"), [
+    ("radix-evict-costaware", "names 'radix-evict-costaware', a distribution; it takes entry "
+     "point names: use 'costaware'"),
+    ("nothing-like-it", "names 'nothing-like-it', which matches no installed entry point"),
+    ("", "leaves out"),
+])
+def test_unknown_policy_says_the_allow_list_skipped_a_plugin(allowed: str, needle: str) -> None:
+    reg = Registry(environ={ENV_VAR: allowed})
+    assert "gdsf" not in reg
+    with pytest.raises(PolicyConfigError) as info:
+        reg.check_choice("gdsf")
+    message = str(info.value)
+    assert message.startswith("unknown policy 'gdsf'")
+    assert needle in message, message
+    assert "set RADIX_EVICT_PLUGINS=costaware" in message
+    assert any(needle in n for n in reg.notes())
+    assert "gdsf" in Registry(environ={ENV_VAR: "costaware"})
+
+
+def test_choice_names_nobody_registered_are_shown(site: FakeSite) -> None:
+    site.add("ext-pkg", "1.0", {"ext": policy_module("extpol", extend=("ghost",))})
+    reg = only("ext")
+    with pytest.raises(PolicyConfigError) as info:
+        reg.check_choice("ghost")
+    assert "ext-pkg (entry point 'ext') added 'ghost' to the choice list" in str(info.value)
+    assert any("'ghost'" in n for n in reg.notes())

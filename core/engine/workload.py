@@ -111,3 +111,43 @@ def default_pool_tokens(requests: Sequence[EngineRequest]) -> int:
     biggest = max((len(r.prompt) + r.max_new_tokens for r in requests), default=1)
     total = sum(len(r.prompt) for r in requests)
     return -(-max(2 * biggest, total // 5, 64) // 64) * 64
+
+
+TRACE_REQUESTS = 48  # arrivals of a trace that --model tiny replays by default
+TOKENS_PER_BLOCK = 8  # a trace's hash block shrunk to this many tokens
+
+
+def _spread(tokens: Any, vocab_size: int) -> list[int]:
+    """Token ids into the vocabulary by a multiplicative hash, not ``% vocab``.
+
+    Trace token ids are ``block * block_size + offset``; with a vocabulary
+    that divides the block size, ``% vocab`` would map every block to the same
+    tokens and make unrelated prompts share prefixes.
+    """
+    return [(int(t) * 0x9E3779B97F4A7C15 >> 17) % vocab_size for t in tokens]
+
+
+def tiny_trace_requests(
+    workload: Any, vocab_size: int, requests: int = TRACE_REQUESTS,
+    tokens_per_block: int = TOKENS_PER_BLOCK,
+) -> list[EngineRequest]:
+    """A trace's first ``requests`` arrivals shrunk to CPU size, prefix structure kept.
+
+    Every request keeps one token in ``block_size // tokens_per_block`` (the
+    same positions in every request), so two prompts that share ``k`` blocks
+    share ``k * tokens_per_block`` tokens, and a linked turn still starts with
+    its parent's (shrunk) prompt and reply.
+    """
+    stride = max(1, int(getattr(workload, "block", 1)) // tokens_per_block)
+    out: list[EngineRequest] = []
+    for req in workload.requests():
+        if len(out) >= requests:
+            break
+        prompt = _spread(req.prompt[::stride], vocab_size)
+        answer = _spread(req.output[::stride], vocab_size) or [0]
+        if not prompt:
+            continue
+        out.append(EngineRequest(prompt=tuple(prompt), max_new_tokens=len(answer),
+                                 priority=int(req.priority), output=tuple(answer),
+                                 session=int(req.session)))
+    return out

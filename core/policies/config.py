@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ValidationError
+from pydantic.types import Strict
 from pydantic_core import PydanticUndefined
 
 from radix_evict.errors import ConfigProblem
@@ -347,44 +348,88 @@ def lax_schema_spots(node: Any, path: str = "") -> Iterator[str]:
 _CONSTRAINING = {"type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "not"}
 
 
-def _nested_models(model: type[BaseModel], seen: set[type[BaseModel]]) -> Iterator[type[BaseModel]]:
-    for field in model.model_fields.values():
+def _nested_models(
+    model: type[BaseModel], seen: set[type[BaseModel]], path: str = ""
+) -> Iterator[tuple[str, type[BaseModel]]]:
+    """(dotted field path, model) of every model nested in ``model``'s fields, once each."""
+    for name, field in model.model_fields.items():
+        here = f"{path}{field.alias or name}"
         for nested in _models_in(field.annotation):
             if nested not in seen:
                 seen.add(nested)
-                yield nested
-                yield from _nested_models(nested, seen)
+                yield here, nested
+                yield from _nested_models(nested, seen, f"{here}.")
+
+
+def _lax_annotation(annotation: Any) -> str | None:
+    """Why a field's type lets a value through unchecked or coerced (None: it does not).
+
+    ``Any`` (or ``object``) anywhere in it, ``list[Any]`` included, accepts
+    whatever the config holds; ``Strict(False)`` in an ``Annotated`` type turns
+    coercion back on for that part even inside a strict model.
+    """
+    if annotation is Any or annotation is object:
+        return "accepts any value (Any)"
+    for meta in getattr(annotation, "__metadata__", ()) or ():
+        if isinstance(meta, Strict) and not meta.strict:
+            return "coerces values (Strict(False) in its type)"
+    for arg in getattr(annotation, "__args__", ()) or ():
+        if arg is Ellipsis:
+            continue
+        why = _lax_annotation(arg)
+        if why is not None:
+            return f"{why} in {_type_name(annotation)}"
+    return None
+
+
+def _type_name(annotation: Any) -> str:
+    return str(annotation).replace("typing.", "")
+
+
+def _field_problems(model: type[BaseModel], path: str = "") -> Iterator[str]:
+    """Fields of ``model`` (not nested models) that coerce or accept anything."""
+    for name, field in model.model_fields.items():
+        where = f"field {path}{field.alias or name!s} of {model.__name__}"
+        if any(isinstance(m, Strict) and not m.strict for m in field.metadata):
+            yield f"{where} coerces values (Field(strict=False)); remove strict=False"
+        why = _lax_annotation(field.annotation)
+        if why is not None:
+            yield f"{where} {why}; give it a concrete type"
+
+
+def _model_rule_problems(model: type[BaseModel], what: str) -> Iterator[str]:
+    """The model_config rules every config model, nested ones too, must follow."""
+    cfg = model.model_config
+    if cfg.get("extra") != "forbid":
+        yield f"{what} lets unknown keys through (extra={cfg.get('extra')!r}; need 'forbid')"
+    if cfg.get("frozen") is not True:
+        yield f"{what} is not frozen (need frozen=True)"
+    if cfg.get("strict") is not True:
+        yield f"{what} coerces values (need strict=True)"
+    if cfg.get("allow_inf_nan") is not False:
+        yield f"{what} accepts NaN and infinities (need allow_inf_nan=False)"
 
 
 def config_model_problems(model: Any) -> list[str]:
     """Why ``model`` may not be a policy's config model (empty list: it may).
 
     A config model must be a frozen :class:`PolicyConfig` that refuses
-    coercion and NaN, and no part of it (nested models, dict fields, ``Any``)
-    may let an unknown key through: a typo in a serving config must fail at
-    startup, not be ignored.
+    coercion and NaN all the way down: no nested model may be laxer than the
+    top one (pydantic applies a model's ``strict`` to its own fields only, so
+    a nested model that is not strict would coerce ``"4"`` to 4), no field
+    may opt out with ``Field(strict=False)``, no type may be ``Any`` (``list[Any]``
+    takes ``[{"typo_key": 2}]``), and no part (dict fields included) may let an
+    unknown key through: a typo in a serving config must fail at startup, not
+    be ignored or coerced. Each problem names the field.
     """
     if not (isinstance(model, type) and issubclass(model, PolicyConfig)):
         return [f"{model!r} is not a subclass of radix_evict.PolicyConfig"]
     cls: type[PolicyConfig] = model
-    out: list[str] = []
-    cfg = cls.model_config
     name = cls.__name__
-    if cfg.get("extra") != "forbid":
-        out.append(f"{name} lets unknown keys through (extra={cfg.get('extra')!r}; need 'forbid')")
-    if cfg.get("frozen") is not True:
-        out.append(f"{name} is not frozen (need frozen=True)")
-    if cfg.get("strict") is not True:
-        out.append(f"{name} coerces values (need strict=True)")
-    if cfg.get("allow_inf_nan") is not False:
-        out.append(f"{name} accepts NaN and infinities (need allow_inf_nan=False)")
-    for nested in _nested_models(cls, {cls}):
-        extra = nested.model_config.get("extra")
-        if extra != "forbid":
-            out.append(
-                f"nested model {nested.__name__} lets unknown keys through "
-                f"(extra={extra!r}; need 'forbid')"
-            )
+    out = [*_model_rule_problems(cls, name), *_field_problems(cls)]
+    for path, nested in _nested_models(cls, {cls}):
+        out.extend(_model_rule_problems(nested, f"nested model {nested.__name__} (field {path})"))
+        out.extend(_field_problems(nested, f"{path}."))
     try:
         schema = cls.model_json_schema()
     except Exception as e:  # a field type with no JSON form cannot come from a config file

@@ -46,6 +46,11 @@ class EvictionPolicy:
     name: ClassVar[str] = ""
     Config: ClassVar[type[PolicyConfig]] = NoConfig
     volatile_score: ClassVar[bool] = False
+    # True for a policy that orders by request priority (node.priority): on a workload
+    # whose requests all share one priority, its only difference from recency then
+    # comes from the replay's prompt checkpoint insert at priority + 1, so the
+    # simulator's winner rule passes it over (radix_evict.sim.winner).
+    orders_by_priority: ClassVar[bool] = False
 
     def __init__(self, config: PolicyConfig | None = None) -> None:
         self.config = config if config is not None else self.Config()

@@ -10,14 +10,25 @@ time in a stable order (radix-evict's own entry points first), and what one
 plugin registers is kept only if the whole plugin loaded: a plugin that fails
 to import or raises in a hook is recorded, with its distribution, version and
 entry point, and the others are unaffected.
+
+"Its own faults" include any ``BaseException`` a plugin raises (``SystemExit``,
+a custom ``BaseException`` subclass, even ``KeyboardInterrupt``): one broken
+package must not stop ``radix-evict validate -h``. The one exception is a
+real Ctrl-C: while plugins load, :func:`watch_interrupts` notes every SIGINT that
+arrives, and a ``KeyboardInterrupt`` raised after one is re-raised (the user
+wants to stop); one raised with no SIGINT behind it is the plugin's own doing
+and is recorded like any other failure.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
+import threading
 import traceback
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -173,7 +184,7 @@ def _flatten_names(args: Sequence[Any]) -> list[str]:
     return names
 
 
-def _failure(
+def plugin_failure(
     src: PluginSource, phase: str, exc: BaseException, specs: Sequence[Any]
 ) -> PluginFailure:
     return PluginFailure(
@@ -188,13 +199,55 @@ def _failure(
     )
 
 
+class InterruptWatch:
+    """Counts the SIGINTs delivered while plugins load (see :func:`watch_interrupts`)."""
+
+    def __init__(self) -> None:
+        self.signals = 0
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether the user pressed Ctrl-C (a SIGINT arrived) since the watch began."""
+        return self.signals > 0
+
+
+@contextlib.contextmanager
+def watch_interrupts() -> Iterator[InterruptWatch]:
+    """Note each SIGINT (then handle it as before) for the duration of the block.
+
+    Only the main thread receives signals, so elsewhere nothing is installed
+    and no ``KeyboardInterrupt`` can be the user's.
+    """
+    watch = InterruptWatch()
+    if threading.current_thread() is not threading.main_thread():
+        yield watch
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):  # SIG_IGN or SIG_DFL: no KeyboardInterrupt from a signal
+        yield watch
+        return
+
+    def noted(signum: int, frame: Any) -> Any:
+        watch.signals += 1
+        return previous(signum, frame)
+
+    signal.signal(signal.SIGINT, noted)
+    try:
+        yield watch
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def load_plugin(
-    src: PluginSource, register_check: Callable[[Any, PluginSource], Any]
+    src: PluginSource,
+    register_check: Callable[[Any, PluginSource], Any],
+    watch: InterruptWatch | None = None,
 ) -> LoadedPlugin | PluginFailure:
     """Import one plugin and call its hooks; never raises for the plugin's own faults.
 
     ``register_check`` turns what the plugin passes to ``register`` into a
-    spec (stamping its source) or raises, which fails this plugin only.
+    spec (stamping its source) or raises, which fails this plugin only. A
+    ``KeyboardInterrupt`` propagates only if ``watch`` saw a real SIGINT.
     """
     specs: list[Any] = []
     choices: list[str] = []
@@ -217,8 +270,12 @@ def load_plugin(
         pm.hook.radix_evict_register_policies(register=register)
         phase = "extend_choices"
         pm.hook.radix_evict_extend_choices(extend=extend)
-    except (Exception, SystemExit) as exc:  # the plugin's fault: record it, let others load
-        return _failure(src, phase, exc, specs)
+    except KeyboardInterrupt as exc:
+        if watch is not None and watch.interrupted:
+            raise  # the user pressed Ctrl-C: stop, whatever was loading
+        return plugin_failure(src, phase, exc, specs)
+    except BaseException as exc:  # the plugin's fault (SystemExit too): record it, load others
+        return plugin_failure(src, phase, exc, specs)
     return LoadedPlugin(source=src, specs=tuple(specs), choices=tuple(choices))
 
 

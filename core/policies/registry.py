@@ -51,7 +51,9 @@ from radix_evict.policies.plugins import (
     in_process_source,
     load_plugin,
     normalize_dist_name,
+    plugin_failure,
     select_plugins,
+    watch_interrupts,
 )
 
 __all__ = [
@@ -164,6 +166,29 @@ class _State:
     conflicts: list[NameConflict] = field(default_factory=list)
     choice_problems: list[ChoiceProblem] = field(default_factory=list)
     unmatched_allow: list[str] = field(default_factory=list)
+    allowed: frozenset[str] | None = None
+    installed: list[PluginSource] = field(default_factory=list)  # third-party entry points
+
+
+def _without_builtin_names(
+    result: LoadedPlugin, builtins: Mapping[str, PolicySpec]
+) -> LoadedPlugin | PluginFailure:
+    """A third-party plugin that registers a built-in's name fails as a whole.
+
+    Keeping the built-in and merely recording a conflict would make the
+    built-in unusable for everyone who installed the package; refusing the
+    package leaves the built-in working and puts the blame where it belongs.
+    """
+    taken = [s.name for s in result.specs if s.name in builtins]
+    if not taken:
+        return result
+    owner = builtins[taken[0]]
+    names = ", ".join(repr(n) for n in taken)
+    error = PolicyRegistrationError(
+        f"registers {names}, already a built-in policy of {owner.source}; a plugin cannot "
+        "replace a built-in: register it under another name"
+    )
+    return plugin_failure(result.source, "register", error, result.specs)
 
 
 def _check_spec(spec: Any, src: PluginSource) -> PolicySpec:
@@ -265,16 +290,22 @@ class Registry:
 
     def _build(self) -> _State:
         st = _State()
-        allowed = allow_list(self._environ)
+        st.allowed = allowed = allow_list(self._environ)
         found = self._find(self.group)
+        st.installed = [s for s in found if not s.builtin]
         to_load, st.skipped = select_plugins(found, allowed)
         if allowed is not None:
-            names = {s.entry_point for s in found if not s.builtin}
+            names = {s.entry_point for s in st.installed}
             st.unmatched_allow = sorted(allowed - names)
         base: list[str] = []
+        builtins: dict[str, PolicySpec] = {}
         extensions: list[tuple[PluginSource, str]] = []
-        for src in [*to_load, *self._extra]:
-            result = load_plugin(src, _check_spec)
+        with watch_interrupts() as watch:
+            loaded = [(src, load_plugin(src, _check_spec, watch))
+                      for src in [*to_load, *self._extra]]
+        for src, result in loaded:
+            if isinstance(result, LoadedPlugin) and not src.builtin:
+                result = _without_builtin_names(result, builtins)
             if isinstance(result, PluginFailure):
                 st.failures.append(result)
                 continue
@@ -285,8 +316,10 @@ class Registry:
                     st.conflicts.append(NameConflict(spec.name, first, spec))
                     continue
                 st.specs[spec.name] = spec
-                if src.builtin and not spec.hidden:
-                    base.append(spec.name)
+                if src.builtin:
+                    builtins[spec.name] = spec
+                    if not spec.hidden:
+                        base.append(spec.name)
             extensions.extend((src, n) for n in result.choices)
         choices = list(base)
         for src, n in extensions:
@@ -358,29 +391,51 @@ class Registry:
             raise self._unknown(name, self.choices(extended=True))
         return spec
 
+    def notes(self, *, failures: bool = True) -> list[str]:
+        """What went wrong or was left out while loading, one line each (``list`` prints them).
+
+        Plugins that failed (unless ``failures=False``), plugins
+        ``RADIX_EVICT_PLUGINS`` skipped (with the entry point name to put
+        there), allow-list names matching no entry point (a distribution name
+        given instead is recognised), and choice-list names nobody registered.
+        """
+        st = self._ensure()
+        out = [f"plugin {f}" for f in st.failures] if failures else []
+        out += _allow_list_notes(st)
+        out += [str(c) for c in st.choice_problems]
+        return out
+
     def _unknown(self, name: Any, offered: list[str]) -> PolicyConfigError:
+        """Unknown name: a plugin failure only if that plugin could have provided it.
+
+        A failed plugin is blamed (exit 2 in the CLI) when it registered the
+        name before failing, or its entry point or distribution is named
+        after it; otherwise the name is simply unknown (exit 1), with notes
+        on what failed or was left out, since one of those may be the cause.
+        """
         st = self._ensure()
         shown = repr(name)
         near = did_you_mean(name, offered) if isinstance(name, str) else None
         lines = [f"unknown policy {shown}; choices: {', '.join(offered) or '(none)'}"]
         if near:
             lines[0] += f"; {near}"
-        culprits = [f for f in st.failures if name in f.policies]
-        if not culprits and not near:
-            # It may come from a plugin that failed before registering anything.
-            culprits = list(st.failures)
+        culprits = [f for f in st.failures if _may_provide(f, name)]
         problem_type = "unknown_policy"
         cls: type[PolicyConfigError] = PolicyConfigError
         if culprits:
             exact = any(name in f.policies for f in culprits)
             cls, problem_type = PluginLoadError, "plugin_failed"
-            verb = "comes from" if exact else "may come from"
+            verb = "comes from" if exact else "probably comes from"
             lines = [f"policy {shown} is not available: it {verb} a plugin that failed to load"]
             lines += [f"  - {f}" for f in culprits]
             if not exact:
                 lines.append(f"  (registered policies: {', '.join(offered) or '(none)'})")
-        elif st.failures:
-            lines.append("note: plugins that failed to load: " + "; ".join(map(str, st.failures)))
+        else:
+            if st.failures:
+                lines.append("note: plugins that failed to load: "
+                             + "; ".join(map(str, st.failures)))
+            lines += [f"note: {n}" for n in _allow_list_notes(st)]
+            lines += [f"note: {c}" for c in st.choice_problems if c.name == name]
         message = "\n".join(lines)
         problem = ConfigProblem(
             policy=str(name),
@@ -508,6 +563,43 @@ class Registry:
         if defs:
             out["$defs"] = defs
         return out
+
+
+def _may_provide(failure: PluginFailure, name: Any) -> bool:
+    """Whether a failed plugin registered ``name``, or is named after it (entry point, dist)."""
+    if not isinstance(name, str):
+        return False
+    if name in failure.policies or failure.entry_point == name:
+        return True
+    return name in normalize_dist_name(failure.distribution).split("-")
+
+
+def _allow_list_notes(st: _State) -> list[str]:
+    """Why installed plugins did not load: RADIX_EVICT_PLUGINS left them out or names nothing."""
+    if st.allowed is None:
+        return []
+    shown = ",".join(sorted(st.allowed))
+    out: list[str] = []
+    by_dist: dict[str, list[PluginSource]] = {}
+    for src in st.installed:
+        by_dist.setdefault(normalize_dist_name(src.distribution), []).append(src)
+    for unmatched in st.unmatched_allow:
+        dist_eps = by_dist.get(normalize_dist_name(unmatched))
+        if dist_eps:
+            eps = ", ".join(repr(s.entry_point) for s in dist_eps)
+            out.append(f"{ENV_VAR} names {unmatched!r}, a distribution; it takes entry point "
+                       f"names: use {eps} (what {unmatched} declares)")
+        else:
+            installed = ", ".join(f"{s.entry_point!r} ({s.distribution})" for s in st.installed)
+            out.append(f"{ENV_VAR} names {unmatched!r}, which matches no installed entry point "
+                       f"(installed: {installed or 'none'})")
+    if st.skipped:
+        skipped = ", ".join(s.label for s in st.skipped)
+        kept = st.allowed - set(st.unmatched_allow)
+        eps = ",".join(sorted({*kept, *(s.entry_point for s in st.skipped)}))
+        out.append(f"{ENV_VAR}={shown!r} leaves out {len(st.skipped)} installed plugin(s): "
+                   f"{skipped}; to load them, set {ENV_VAR}={eps}")
+    return out
 
 
 def _without_title(schema: dict[str, Any]) -> dict[str, Any]:

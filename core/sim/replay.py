@@ -34,6 +34,7 @@ from radix_evict.cache.pool import KVPool
 from radix_evict.cache.radix_cache import RadixCache
 from radix_evict.errors import PolicyConfigError, RadixEvictError
 from radix_evict.policies.config import parse_json_config
+from radix_evict.policies.contract import EvictionPolicy
 from radix_evict.sim.parallel import run_jobs
 from radix_evict.sim.winner import WINNER_RULE, choose_winner
 from radix_evict.sim.workloads import Request, Workload, get_workload
@@ -282,7 +283,7 @@ def resolve_config(
 
 def replay(
     workload: Workload,
-    policy: str = "lru",
+    policy: str | EvictionPolicy = "lru",
     policy_config: Mapping[str, Any] | str | None = None,
     *,
     pool_tokens: int | None = None,
@@ -299,6 +300,8 @@ def replay(
     ``pool_tokens`` defaults to the workload's ``default_pool_tokens`` and is
     rounded down to whole pages. ``progress(done, total)`` is called about
     200 times (arrivals done / arrivals in the workload), and once at the end.
+    ``policy`` is a registered name or a policy object (the oracle's way in:
+    it is no registered policy).
     ``workload_info`` is the workload's ``describe()`` (as JSON types) when the
     caller already has it: several replays of one workload describe it once.
     Raises ReplayError if, after the replay, a lock is still held or the pool
@@ -311,7 +314,8 @@ def replay(
     pool_size = requested // P * P
     if pool_size <= 0:
         raise ValueError(f"pool of {requested} tokens holds no whole page of {P}")
-    cfg, source = resolve_config(workload, policy, policy_config)
+    name = policy if isinstance(policy, str) else policy.name
+    cfg, source = resolve_config(workload, name, policy_config)
     pool = KVPool(size=pool_size, page_size=P, device="cpu", layers=0)
     cache = RadixCache(pool, page_size=P, policy=policy, policy_config=cfg)
 
@@ -391,8 +395,8 @@ def replay(
     n = tally.admitted + tally.failed
     return ReplayResult(
         workload=workload.name,
-        policy=policy,
-        label=label or policy,
+        policy=name,
+        label=label or name,
         policy_config=cfg,
         config_source=source,
         pool_tokens=pool_size,

@@ -6,6 +6,13 @@ request is at least :data:`MIN_TAIL_GAIN` lower than the top's wins instead
 (the tail is what users feel as slow first tokens; a smaller gap is noise and
 does not justify giving up hit rate). Exact ties go to the order given.
 ``MatrixResult.winners`` and the CLI's recommendation both come from here.
+
+One exclusion: a policy that orders by request priority
+(``EvictionPolicy.orders_by_priority``) does not win a replay whose requests
+all had one priority. There the only priorities in the tree that differ come
+from the replay's prompt checkpoint insert at priority + 1 (see the replay's
+assumptions in ``docs/replay.md``), so its figures measure that artefact, not
+the policy's idea.
 """
 
 from __future__ import annotations
@@ -20,6 +27,25 @@ WINNER_RULE = (
     f"tied, and one of them wins instead if its p99 uncached prefill tokens are at least "
     f"{100 * MIN_TAIL_GAIN:.0f}% lower"
 )
+
+
+def checkpoint_only(result: object) -> bool:
+    """Whether ``result`` is a priority-ordering policy on a one-priority replay.
+
+    ``result.tiers`` (a ReplayResult's requests per priority) tells how many
+    priorities the requests had; results without it never count.
+    """
+    tiers = getattr(result, "tiers", None)
+    if tiers is None or len(tiers) != 1:
+        return False
+    from radix_evict.errors import RadixEvictError
+    from radix_evict.policies.registry import registry
+
+    try:
+        policy = registry.get(str(getattr(result, "policy", "")))
+    except RadixEvictError:  # not a registered policy (the oracle), or its plugin is broken
+        return False
+    return bool(getattr(policy.policy, "orders_by_priority", False))
 
 
 class Scored(Protocol):
@@ -42,6 +68,7 @@ def choose_winner(results: Sequence[S]) -> tuple[S, bool]:
     """(winner, whether the p99 tie-break decided it); the order given breaks exact ties."""
     if not results:
         raise ValueError("no results to pick a winner from")
+    results = [r for r in results if not checkpoint_only(r)] or list(results)
     best = max(r.hit_rate for r in results)
     near = [r for r in results if best - r.hit_rate <= NEAR_TIE + 1e-12]
     top = max(near, key=lambda r: r.hit_rate)

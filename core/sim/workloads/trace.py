@@ -37,6 +37,9 @@ from radix_evict.sim.workloads.base import (
 )
 
 DEFAULT_POOL_TOKENS = 4_000_000
+# The longest request (input + output tokens) a replay takes: its token ids are
+# one int64 array (512 MiB at this length), and no model serves a longer context.
+MAX_REQUEST_TOKENS = 2**26
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 
 
@@ -98,6 +101,9 @@ def _parse_line(path: str, n: int, line: str, block: int) -> tuple[float, int, i
         if v < 0:
             raise TraceError(path, n, f"{key} must be >= 0, got {v}")
     il, ol, hids = rec["input_length"], rec["output_length"], rec["hash_ids"]
+    if il + ol > MAX_REQUEST_TOKENS:
+        raise TraceError(path, n, f"input_length {il:,} + output_length {ol:,} is more than "
+                         f"{MAX_REQUEST_TOKENS:,} tokens, the longest request a replay takes")
     if not isinstance(hids, list):
         raise TraceError(path, n, f"hash_ids must be a list of integers, got {type(hids).__name__}")
     # Fast check in C (map, min); the loop finds which id is bad, and why.
@@ -107,6 +113,13 @@ def _parse_line(path: str, n: int, line: str, block: int) -> tuple[float, int, i
                 raise TraceError(path, n, f"hash_ids[{i}] must be an integer, got {h!r}")
             if h < 0:
                 raise TraceError(path, n, f"hash_ids[{i}] must be >= 0, got {h}")
+    # Block h holds token ids h*block ..: they must stay in the int64 range.
+    limit = 2**63 // block
+    if hids and max(hids) >= limit:
+        i = next(i for i, h in enumerate(hids) if h >= limit)
+        raise TraceError(path, n, f"hash_ids[{i}] = {hids[i]} is too large: with block_size "
+                         f"{block} its token ids pass the int64 range (hash ids must be < "
+                         f"{limit:,})")
     blocks = -(-il // block)
     if len(hids) > blocks:
         raise TraceError(

@@ -1,0 +1,99 @@
+"""What ``simulate`` checks before any replay: pool and page sizes, parameters, output files.
+
+A replay of a built-in workload takes seconds and a trace's minutes; a pool
+smaller than one page, a pool larger than the machine's memory, or a
+``--plot`` into a directory that cannot be written must fail before that,
+with a message naming the option, not after it with a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from radix_evict.sim.workloads import Workload
+
+from .errors import EXIT_USAGE, CliError
+from .options import Param
+
+# What a replay's pool costs per token (the slot free list and per-slot
+# bookkeeping; measured: ~24 bytes a token for KVPool(layers=0)).
+POOL_BYTES_PER_TOKEN = 24
+GIB = 1024**3
+
+
+def physical_memory() -> int | None:
+    """Bytes of RAM on this machine (None where the OS does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_pool(pool_tokens: int | None, page_size: int, *, memory: int | None = None) -> None:
+    """An explicit ``--pool-tokens`` must hold a page and fit in memory (before any workload)."""
+    if pool_tokens is None:
+        return
+    if pool_tokens < page_size:
+        raise CliError(f"--pool-tokens {pool_tokens:,} holds no whole page of --page-size "
+                       f"{page_size:,} tokens: give a pool of at least one page", EXIT_USAGE)
+    ram = physical_memory() if memory is None else memory
+    need = pool_tokens * POOL_BYTES_PER_TOKEN
+    if ram is not None and need > ram:
+        raise CliError(f"--pool-tokens {pool_tokens:,}: a pool that size needs about "
+                       f"{need / GIB:,.1f} GiB ({POOL_BYTES_PER_TOKEN} bytes a token), more than "
+                       f"this machine's {ram / GIB:,.1f} GiB", EXIT_USAGE)
+
+
+def check_workload_pools(workloads: Iterable[Workload], pool_tokens: int | None,
+                         page_size: int) -> None:
+    """Without ``--pool-tokens`` each workload's default pool must hold a page (before replay)."""
+    if pool_tokens is not None:
+        return
+    for wl in workloads:
+        if wl.default_pool_tokens < page_size:
+            raise CliError(f"--page-size {page_size:,}: {wl.name}'s default pool of "
+                           f"{wl.default_pool_tokens:,} tokens holds no whole page; give a "
+                           "smaller --page-size or a --pool-tokens of at least one page",
+                           EXIT_USAGE)
+
+
+def check_params(params: Sequence[Param]) -> None:
+    """``--param seed=N`` would collide with ``--seed``: say which option to use."""
+    for p in params:
+        if p.key == "seed":
+            scope = f"{p.workload}." if p.workload else ""
+            raise CliError(f"--param {scope}seed={p.value}: the workload seed is not a "
+                           f"parameter; use --seed {p.value}", EXIT_USAGE)
+
+
+def check_output(path: Path | None, option: str, suffixes: Sequence[str] = ()) -> None:
+    """Fail before minutes of replay, not after, when an output file cannot be written.
+
+    Besides the name, the directory is probed by creating (and removing) a
+    temporary file in it, and an existing file by opening it for appending:
+    permission bits alone do not say what root, a read-only mount or a full
+    disk allow. Nothing the user has is changed.
+    """
+    if path is None:
+        return
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise CliError(f"{option} {path}: use a file name ending in {', '.join(suffixes)}",
+                       EXIT_USAGE)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise CliError(f"{option} {path}: directory {parent} does not exist", EXIT_USAGE)
+    if path.is_dir():
+        raise CliError(f"{option} {path}: is a directory", EXIT_USAGE)
+    try:
+        if path.exists():
+            with open(path, "ab"):
+                pass
+        else:
+            with tempfile.NamedTemporaryFile(dir=parent, prefix=".radix-evict-probe-"):
+                pass
+    except OSError as exc:
+        raise CliError(f"{option} {path}: cannot write there: {exc.strerror or exc}",
+                       EXIT_USAGE) from None

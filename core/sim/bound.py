@@ -1,0 +1,131 @@
+"""What is left on the table: the oracle, the infinite-pool ceiling and each policy's share.
+
+``simulate --oracle`` replays, next to the policies, Belady's offline rule
+(:mod:`radix_evict.sim.oracle`) and the infinite-pool ceiling
+(:mod:`radix_evict.sim.ceiling`), and reports for every policy the share of the
+gap from lru to the oracle that it closes::
+
+    gap_closed = (hit_rate - lru_hit_rate) / (oracle_hit_rate - lru_hit_rate)
+
+1 means as good as the oracle, 0 no better than lru, negative worse than lru;
+None when the oracle does not beat lru (nothing to close).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from radix_evict.sim.ceiling import Ceiling, infinite_pool_ceiling
+from radix_evict.sim.oracle import ORACLE, oracle_workload
+from radix_evict.sim.parallel import ProgressFn, run_jobs
+from radix_evict.sim.replay import TIMELINE_POINTS, ReplayResult, replay
+from radix_evict.sim.workloads import Workload
+
+REFERENCE = "lru"  # what gap_closed measures from: SGLang's default
+
+
+@dataclass
+class Bound:
+    """One workload's offline bound: the oracle's replay, the ceiling, lru's hit rate."""
+
+    workload: str
+    oracle: ReplayResult
+    ceiling: Ceiling
+    reference_hit_rate: float
+
+    def gap_closed(self, hit_rate: float) -> float | None:
+        """Share of the lru-to-oracle gap that ``hit_rate`` closes (None: no gap)."""
+        gap = self.oracle.hit_rate - self.reference_hit_rate
+        if gap <= 1e-12:
+            return None
+        return (hit_rate - self.reference_hit_rate) / gap
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "oracle_hit_rate": self.oracle.hit_rate,
+            "ceiling": self.ceiling.to_dict(),
+            "reference": REFERENCE,
+            "reference_hit_rate": self.reference_hit_rate,
+        }
+
+
+def replay_oracle(
+    workload: Workload,
+    *,
+    pool_tokens: int | None = None,
+    page_size: int = 1,
+    progress: ProgressFn | None = None,
+    timeline_points: int = TIMELINE_POINTS,
+    workload_info: dict[str, Any] | None = None,
+) -> ReplayResult:
+    """Replay ``workload`` under the oracle through the usual cache, driver and replay loop."""
+    wrapped, oracle = oracle_workload(workload, page_size)
+    return replay(
+        wrapped,
+        oracle,
+        pool_tokens=pool_tokens,
+        page_size=page_size,
+        progress=progress,
+        timeline_points=timeline_points,
+        label=ORACLE,
+        workload_info=workload_info,
+    )
+
+
+def _is_reference(r: ReplayResult) -> bool:
+    return r.policy == REFERENCE and not r.policy_config
+
+
+def compute_bounds(
+    workloads: Sequence[Workload],
+    results: Sequence[ReplayResult],
+    *,
+    pool_tokens: int | None = None,
+    page_size: int = 1,
+    progress: ProgressFn | None = None,
+    timeline_points: int = TIMELINE_POINTS,
+    workers: int | None = 1,
+    infos: Mapping[str, dict[str, Any]] | None = None,
+) -> dict[str, Bound]:
+    """The bound of every workload; lru is replayed too where ``results`` lack it."""
+    jobs: list[Callable[[ProgressFn | None], Any]] = []
+    sizes: list[int] = []
+    plan: list[tuple[str, str]] = []  # (workload, what) per job
+    for w in workloads:
+        info = (infos or {}).get(w.name) or next(
+            (r.workload_info for r in results if r.workload == w.name), None
+        )
+
+        def oracle_job(p: ProgressFn | None, w: Workload = w, info: Any = info) -> Any:
+            return replay_oracle(w, pool_tokens=pool_tokens, page_size=page_size,
+                                 progress=p, timeline_points=timeline_points,
+                                 workload_info=info)
+
+        def ceiling_job(_p: ProgressFn | None, w: Workload = w) -> Any:
+            return infinite_pool_ceiling(w, page_size)
+
+        jobs += [oracle_job, ceiling_job]
+        sizes += [w.num_requests, 0]
+        plan += [(w.name, "oracle"), (w.name, "ceiling")]
+        if not any(_is_reference(r) and r.workload == w.name for r in results):
+
+            def lru_job(p: ProgressFn | None, w: Workload = w, info: Any = info) -> Any:
+                return replay(w, REFERENCE, pool_tokens=pool_tokens, page_size=page_size,
+                              progress=p, timeline_points=0, workload_info=info)
+
+            jobs.append(lru_job)
+            sizes.append(w.num_requests)
+            plan.append((w.name, "reference"))
+    done = run_jobs(jobs, sizes, workers, progress)
+    parts: dict[str, dict[str, Any]] = {w.name: {} for w in workloads}
+    for (name, what), value in zip(plan, done, strict=True):
+        parts[name][what] = value
+    bounds: dict[str, Bound] = {}
+    for name, got in parts.items():
+        ref = got.get("reference") or next(
+            r for r in results if r.workload == name and _is_reference(r)
+        )
+        bounds[name] = Bound(name, got["oracle"], got["ceiling"], ref.hit_rate)
+    return bounds
