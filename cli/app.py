@@ -19,7 +19,16 @@ from typer.core import TyperCommand, TyperGroup
 
 from radix_evict import __version__
 
-from . import cmd_lint, cmd_list, cmd_schema, cmd_sglang, cmd_show, cmd_simulate, cmd_validate, output
+from . import (
+    cmd_lint,
+    cmd_list,
+    cmd_schema,
+    cmd_sglang,
+    cmd_show,
+    cmd_simulate,
+    cmd_validate,
+    output,
+)
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, INTERRUPTED, CliState, emit_error_json, report
 
 
