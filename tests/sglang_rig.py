@@ -243,8 +243,14 @@ def replay_sglang(
     config: dict[str, Any] | None,
     pool_tokens: int,
     page_size: int,
+    evict_seconds: list[float] | None = None,
 ) -> Figures:
-    """The same operations on SGLang's cache ``tree`` (one of SGLANG_TREES)."""
+    """The same operations on SGLang's cache ``tree`` (one of SGLANG_TREES).
+
+    ``evict_seconds`` collects the wall time of each eviction call (for benchmarks).
+    """
+    import time
+
     from sglang.srt.mem_cache.base_prefix_cache import EvictParams, InsertParams, MatchPrefixParams
 
     alloc = PoolAllocator(pool_tokens, page_size)
@@ -262,7 +268,10 @@ def replay_sglang(
             need = _need(plen, len(req.out), hit, P)
             short = need - alloc.available_size()
             if short > 0:
+                t0 = time.perf_counter()
                 res = cache.evict_for_alloc(EvictParams(num_tokens=short))
+                if evict_seconds is not None:
+                    evict_seconds.append(time.perf_counter() - t0)
                 fig.evicted_tokens += res.num_tokens_evicted
                 fig.evict_calls += 1
             new = alloc.alloc(need) if need else torch.empty(0, dtype=torch.int64)
