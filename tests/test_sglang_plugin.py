@@ -165,7 +165,12 @@ def test_register_is_idempotent_and_uninstall_restores_sglang(
         assert _sglang_state() == once
         factories, choices, _, _ = once
         assert len(choices) == len(set(choices))
-        assert set(factories) == {*native.NATIVE_POLICIES, "gdsf"}
+        # every name on radix-evict's choice list (the example's gdsf among them), no more
+        offered = registry.choices()
+        assert "gdsf" in offered
+        assert set(factories) == {*native.NATIVE_POLICIES, *offered}
+        assert choices == [*native.NATIVE_CHOICES,
+                           *(n for n in offered if n not in native.NATIVE_CHOICES)]
         assert once != before
     finally:
         plugin.uninstall()
