@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from radix_evict.hookspecs import hookimpl
-from radix_evict.policies.registry import PolicySpec
+from radix_evict import PolicySpec, hookimpl
 
 from .frequency import LFUPolicy, SLRUPolicy
 from .priority import PriorityPolicy

@@ -28,15 +28,13 @@ class SLRUConfig(PolicyConfig):
     )
 
 
-class SLRUPolicy(EvictionPolicy):
+class SLRUPolicy(EvictionPolicy[SLRUConfig]):
     """Segmented LRU: the probationary segment empties before the protected one."""
 
     name = "slru"
-    Config = SLRUConfig
 
     def __init__(self, config: SLRUConfig | None = None) -> None:
         super().__init__(config)
-        assert isinstance(self.config, SLRUConfig)
         self._threshold = self.config.protected_threshold
 
     def score(self, node: TreeNode) -> tuple[int, float]:

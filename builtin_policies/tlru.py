@@ -38,16 +38,14 @@ class TLRUConfig(PolicyConfig):
         return self
 
 
-class TLRUPolicy(EvictionPolicy):
+class TLRUPolicy(EvictionPolicy[TLRUConfig]):
     """TEL-safe conversation tails first, then least recently used."""
 
     name = "tlru"
-    Config = TLRUConfig
 
     def __init__(self, config: TLRUConfig | None = None) -> None:
         super().__init__(config)
         cfg = self.config
-        assert isinstance(cfg, TLRUConfig)
         self._slack = cfg.next_prompt_estimate - cfg.threshold
 
     def score(self, node: TreeNode) -> tuple[int, float]:

@@ -26,6 +26,7 @@ from . import (
     cmd_sglang,
     cmd_show,
     cmd_simulate,
+    cmd_sweep,
     cmd_validate,
     output,
 )
@@ -143,6 +144,7 @@ app.command("validate", cls=PolicyHelpCommand)(cmd_validate.validate)
 app.command("lint")(cmd_lint.lint)
 app.command("schema")(cmd_schema.schema)
 app.command("simulate", cls=PolicyHelpCommand)(cmd_simulate.simulate)
+app.command("sweep", cls=PolicyHelpCommand)(cmd_sweep.sweep)
 app.add_typer(cmd_sglang.app, name="sglang")
 
 

@@ -1,4 +1,4 @@
-"""``radix-evict lint FILE...``: check serving configs in CI or as a pre-commit hook."""
+"""``radix-evict lint FILE...``: check SGLang launch configs in CI or as a pre-commit hook."""
 
 from __future__ import annotations
 
@@ -8,39 +8,55 @@ from typing import Annotated
 import typer
 
 from . import output
-from .errors import EXIT_OK, mark_json
+from .errors import EXIT_OK, EXIT_USAGE, mark_json
 
 FilesArg = Annotated[list[Path], typer.Argument(
-    help="Serving config files (YAML, JSON or TOML) using SGLang's argument names.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+    help="Files or folders: Kubernetes/compose/Helm YAML, JSON, TOML, SGLang --config YAML, "
+         "shell scripts, Dockerfiles.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+FormatOpt = Annotated[str, typer.Option(
+    "--format", help="text, json, github (workflow annotations) or sarif (code scanning).")]
+StrictOpt = Annotated[bool, typer.Option(
+    "--strict", help="Warnings fail too (what radix-evict knows beyond SGLang's own checks).")]
 
 
 def lint(
     ctx: typer.Context,
     files: FilesArg,
     json_out: JsonOpt = False,
+    fmt: FormatOpt = "text",
+    strict: StrictOpt = False,
 ) -> None:
-    """Check radix-eviction-policy / radix-eviction-policy-config in serving config files.
+    """Check SGLang's --radix-eviction-policy and --radix-eviction-policy-config wherever set.
 
-    Every problem is reported with its file and key path. Files that set no
-    policy pass; a config without a policy is checked against lru (SGLang's default).
+    Fails a file exactly when SGLang 0.5.23 would refuse to start (or fail) with its
+    eviction settings; every problem is reported at file:line:column.
     """
-    from .lint_files import lint_files  # here, not at import: yaml and tomllib only lint needs
+    from . import lint_output  # here, not at import: yaml and tomllib only lint needs
+    from .lint_files import lint_files
 
-    mark_json(ctx.obj, json_out)
-    report = lint_files(files)
-    if json_out:
+    fmt = "json" if json_out else fmt.lower()
+    mark_json(ctx.obj, fmt == "json")
+    if fmt not in lint_output.FORMATS:
+        output.error(f"--format must be one of {', '.join(lint_output.FORMATS)}, got {fmt!r}")
+        raise typer.Exit(EXIT_USAGE)
+    report = lint_files(files, strict=strict)
+    if fmt == "json":
         output.emit_json(report.to_dict())
+    elif fmt == "sarif":
+        from radix_evict import __version__
+
+        output.emit_json(lint_output.sarif(report, __version__))
+    elif fmt == "github":
+        out = output.stdout()
+        for line in lint_output.github_lines(report):
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
+        output.stderr().print(lint_output.summary(report), markup=False, highlight=False)
     else:
         err = output.stderr()
-        for p in report.problems:
-            err.print(str(p), markup=False, highlight=False)
-        n = len(report.problems)
-        if n:
-            err.print(f"{n} problem{'s' if n != 1 else ''} in {report.files} file"
-                      f"{'s' if report.files != 1 else ''}", markup=False, highlight=False)
-        else:
-            output.stdout().print(f"OK: {report.files} file{'s' if report.files != 1 else ''}"
-                                  " checked", markup=False, highlight=False)
+        for line in lint_output.text_lines(report):
+            err.print(line, markup=False, highlight=False, soft_wrap=True)
+        where = output.stdout() if report.code == EXIT_OK else err
+        where.print(lint_output.summary(report), markup=False, highlight=False)
     if report.code != EXIT_OK:
         raise typer.Exit(report.code)

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from radix_evict import registry
-from radix_evict.policies.registry import PolicySpec
+from radix_evict.policies.spec import PolicySpec
 
 from . import output
 from .errors import mark_json

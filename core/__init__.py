@@ -19,11 +19,13 @@ from radix_evict.errors import (
     PluginLoadError,
     PolicyConfigError,
     PolicyConflictError,
+    PolicyError,
     RadixEvictError,
 )
 from radix_evict.policies.contract import EvictionPolicy, NoConfig, PolicyConfig
 from radix_evict.policies.hookspecs import hookimpl
-from radix_evict.policies.registry import PolicySpec, load_policy, registry
+from radix_evict.policies.registry import load_policy, registry
+from radix_evict.policies.spec import PolicySpec
 
 __version__ = "0.1.0"
 
@@ -49,6 +51,7 @@ __all__ = [
     "PolicyConfig",
     "PolicyConfigError",
     "PolicyConflictError",
+    "PolicyError",
     "PolicySpec",
     "RadixCache",
     "RadixEvictError",

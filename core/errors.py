@@ -129,3 +129,19 @@ class PolicyRegistrationError(RadixEvictError, ValueError):
     Raised inside the plugin's hook, so that plugin is recorded as failed and
     the others still register.
     """
+
+
+class PolicyError(RadixEvictError, RuntimeError):
+    """A policy's code misbehaved while the cache ran it: ``score()`` raised or returned garbage.
+
+    The cache operation that called it changed nothing (it was undone). The
+    message names the policy and the distribution that registered it;
+    ``__cause__`` is the policy's own exception, if it raised one.
+    """
+
+    def __init__(
+        self, message: str, *, policy: str | None = None, distribution: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.policy = policy
+        self.distribution = distribution

@@ -6,9 +6,17 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
-import torch
+from click.testing import Result
+from typer.testing import CliRunner
 
 from radix_evict import KVPool, RadixCache, registry
+from radix_evict.cli import app
+from radix_evict.testing import insert_as_request
+
+
+def run_cli(*args: str) -> Result:
+    """``radix-evict ARGS...`` in-process (stdout and stderr kept apart)."""
+    return CliRunner().invoke(app, list(args))
 
 
 class Rig:
@@ -22,18 +30,7 @@ class Rig:
 
     def insert(self, tokens: Sequence[int], priority: int = 0, inserted_len: int = 0) -> int:
         """Insert ``tokens`` as a request would: cached prefix reused, fresh slots for the rest."""
-        m = self.cache.match_prefix(tokens)
-        n = len(tokens) // self.pool.page_size * self.pool.page_size
-        new = self.pool.alloc(n - m.prefix_len)
-        assert new is not None, "test pool too small"
-        row = torch.cat([m.indices, new])
-        return self.cache.insert(
-            list(tokens[:n]),
-            row,
-            priority=priority,
-            prev_prefix_len=m.prefix_len,
-            inserted_len=inserted_len,
-        )
+        return insert_as_request(self.cache, tokens, priority, inserted_len)
 
     def leaf_tokens(self) -> list[list[int]]:
         """The token runs of all nodes, for readable assertions."""
@@ -43,6 +40,11 @@ class Rig:
 @pytest.fixture
 def rig() -> Callable[..., Rig]:
     return Rig
+
+
+@pytest.fixture
+def cli() -> Callable[..., Result]:
+    return run_cli
 
 
 @pytest.fixture

@@ -13,11 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from radix_evict import PolicySpec, hookimpl, registry
 from radix_evict.builtin_policies import LRUPolicy
-from radix_evict.cli import app
 
 PUBLIC = ["lru", "lfu", "slru", "priority", "tlru"]
 
@@ -26,16 +24,6 @@ pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
 
 Invoke = Callable[..., Any]
-
-
-@pytest.fixture
-def cli() -> Invoke:
-    runner = CliRunner()
-
-    def invoke(*args: str) -> Any:
-        return runner.invoke(app, list(args))
-
-    return invoke
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from conftest import run_cli
 
-from radix_evict.cli import app, cmd_simulate
+from radix_evict.cli import cmd_simulate
 
 pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
@@ -24,8 +24,7 @@ SMALL = ["--param", "convs=2", "-p", "lru"]
 UNWRITABLE = Path("/sys/kernel")  # sysfs: not writable even for root
 
 
-def cli(*args: str) -> Any:
-    return CliRunner().invoke(app, list(args))
+cli = run_cli
 
 
 def assert_clean(r: Any, code: int, *needles: str) -> None:

@@ -8,9 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
-
-from radix_evict.cli import app
+from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
 def lint(*paths: Path, as_json: bool = True) -> Any:
     args = ["lint", *(str(p) for p in paths)] + (["--json"] if as_json else [])
-    return CliRunner().invoke(app, args)
+    return run_cli(*args)
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -47,7 +45,7 @@ GOOD = {
 def test_good_files_pass(tmp_path: Path, name: str) -> None:
     r = lint(write(tmp_path, name, GOOD[name]))
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout) == {"status": "ok", "files": 1, "errors": []}
+    assert json.loads(r.stdout) == {"status": "ok", "files": 1, "errors": [], "warnings": []}
 
 
 BAD = [
@@ -69,13 +67,13 @@ BAD = [
     ("unknown.yaml", "servers:\n  - radix_eviction_policy: lruu\n",
      "servers[0].radix_eviction_policy", "unknown_policy", "did you mean 'lru'"),
     ("hidden.yaml", "radix-eviction-policy: mru\n", "radix-eviction-policy", "hidden_policy",
-     "hidden"),
+     "not on --radix-eviction-policy's choices"),
     ("implied_lru.yaml", 'radix-eviction-policy-config: {"protected_threshold": 3}\n',
      "radix-eviction-policy-config.protected_threshold", "extra_forbidden",
      "SGLang uses lru"),
     ("badjson_config.yaml",
      "radix-eviction-policy: slru\nradix-eviction-policy-config: '{\"protected_threshold\": 3'\n",
-     "radix-eviction-policy-config", "json_invalid", "malformed JSON"),
+     "radix-eviction-policy-config", "json_invalid", "not valid JSON"),
     ("notname.yaml", "radix-eviction-policy: 3\n", "radix-eviction-policy", "policy_type",
      "policy name"),
     ("tlru_no_config.toml", 'radix-eviction-policy = "tlru"\n', "radix-eviction-policy",
@@ -100,7 +98,7 @@ def test_bad_files_report_file_and_key_path(
     assert needle in f"{err['msg']} {err['hint']}"
     human = lint(path, as_json=False)
     assert human.exit_code == 1
-    assert f"{path}: {loc}: " in human.stderr
+    assert f"{path}:{err['line']}:{err['column']}: error: {loc}: " in human.stderr
     assert "Traceback" not in human.stderr
 
 
@@ -116,7 +114,7 @@ def test_malformed_files_name_the_line(tmp_path: Path, name: str, text: str, lin
     assert r.exit_code == 1
     (err,) = json.loads(r.stdout)["errors"]
     assert err["type"] == "parse_error" and err["file"] == str(path)
-    assert err["line"] == line
+    assert err["line"] == line and err["column"] >= 1
     assert "malformed" in err["msg"]
 
 
@@ -154,6 +152,31 @@ def test_pre_commit_hook_definition() -> None:
     import re
 
     pattern = re.compile(hook["files"])
-    for ok in ("serve.yaml", "a/b.yml", "c.json", "d.toml"):
-        assert pattern.search(ok), ok
-    assert not pattern.search("main.py")
+    ok = ("serve.yaml", "a/b.yml", "c.json", "d.toml", "run.sh", "start.bash", "Dockerfile",
+          "deploy/Dockerfile", "Dockerfile.gpu", "sglang.Dockerfile", "Containerfile")
+    for name in ok:
+        assert pattern.search(name), name
+    for name in ("main.py", "README.md", "NotADockerfileReally.txt"):
+        assert not pattern.search(name), name
+    # Every file type the hook passes is one lint reads by its shape.
+    from radix_evict.cli.lint_files import file_kind
+
+    kinds = {file_kind(Path(name), "") for name in ok}
+    assert kinds == {"yaml", "json", "toml", "shell", "dockerfile"}
+
+
+def test_docs_example_is_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/linting.md's first console example: the file, the command and its output."""
+    import re
+
+    page = (ROOT / "docs" / "linting.md").read_text()
+    m = re.search(r"```console\n\$ cat (\S+)\n(.*?)\$ radix-evict lint (\S+)\n(.*?)\$ echo \$\?\n"
+                  r"(\d+)\n```", page, re.S)
+    assert m, "the example is missing from docs/linting.md"
+    name, content, target, shown, code = m.groups()
+    monkeypatch.chdir(tmp_path)
+    Path(name).parent.mkdir(parents=True, exist_ok=True)
+    Path(name).write_text(content)
+    r = run_cli("lint", target)
+    assert r.exit_code == int(code)
+    assert r.output.splitlines() == shown.splitlines()

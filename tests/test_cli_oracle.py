@@ -7,9 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
-
-from radix_evict.cli import app
+from conftest import run_cli
 
 SMALL = ["--param", "convs=30", "--pool-tokens", "6000"]
 
@@ -17,7 +15,7 @@ pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
 
 def run(*args: str) -> Any:
-    return CliRunner().invoke(app, ["simulate", *args])
+    return run_cli("simulate", *args)
 
 
 def run_json(*args: str) -> dict[str, Any]:
@@ -58,5 +56,5 @@ def test_oracle_in_the_matrix_and_the_tables(tmp_path: Path) -> None:
 def test_oracle_is_not_a_policy_name() -> None:
     r = run(*SMALL, "-p", "oracle")
     assert r.exit_code == 1 and "oracle" in r.output
-    r = CliRunner().invoke(app, ["validate", "--policy", "oracle"])
+    r = run_cli("validate", "--policy", "oracle")
     assert r.exit_code == 1

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_cli
 from prometheus_client.parser import text_string_to_metric_families
-from typer.testing import CliRunner
 
 from radix_evict import registry
-from radix_evict.cli import app
 from radix_evict.cli.simulate_recommend import recommend
 from radix_evict.sim.workloads import get_workload
 
@@ -26,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
 
 def run(*args: str) -> Any:
-    return CliRunner().invoke(app, ["simulate", *args])
+    return run_cli("simulate", *args)
 
 
 def run_json(*args: str) -> dict[str, Any]:

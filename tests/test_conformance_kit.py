@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import Phase
 
-from radix_evict import EvictionPolicy, PolicySpec, hookimpl
+from radix_evict import EvictionPolicy, PolicyError, PolicySpec, hookimpl
 from radix_evict.policies.registry import Registry
 from radix_evict.testing import (
     NodeSnapshot,
@@ -121,7 +121,7 @@ def test_score_check_catches(broken: Registry, name: str, needle: str) -> None:
 
 @pytest.mark.parametrize("name", ["flaky", "mixed", "sibling"])
 def test_cache_check_catches_order_violations(broken: Registry, name: str) -> None:
-    with pytest.raises((AssertionError, TypeError)):
+    with pytest.raises((AssertionError, PolicyError)):
         check_cache_invariants(name, max_examples=100, registry=broken,
                                hypothesis_settings=FAST_FAIL)
 

@@ -110,7 +110,7 @@ def test_every_cli_command_and_option_is_documented() -> None:
     page = _committed(references.CLI_PAGE)
     group = references.cli_command()
     names = references.cli_commands(group)
-    assert {"list", "show", "validate", "lint", "schema", "simulate"} <= set(names)
+    assert {"list", "show", "validate", "lint", "schema", "simulate", "sweep"} <= set(names)
     root = references._context(group, common.PROG)
     for name in names:
         assert f"\n## `radix-evict {name}`\n" in page, f"command {name!r} is undocumented"

@@ -7,7 +7,7 @@ from typing import ClassVar
 import pytest
 from conftest import Rig
 
-from radix_evict import EvictionPolicy, TreeNode
+from radix_evict import EvictionPolicy, PolicyError, TreeNode
 from radix_evict.testing.invariants import check_cache
 
 
@@ -109,10 +109,10 @@ def test_scores_of_two_shapes_are_an_error_naming_the_policy() -> None:
     ShapeShifter.width = {1: 2, 2: 0}
     rig = Rig(policy=ShapeShifter())
     rig.insert([1, 1])
-    with pytest.raises(TypeError, match=r"'shape-shifter'.*tuples of one fixed length"):
+    with pytest.raises(PolicyError, match=r"'shape-shifter'.*tuples of one fixed length"):
         rig.insert([2, 2])
     ShapeShifter.width = {1: 2, 2: 3}
     rig = Rig(policy=ShapeShifter())
     rig.insert([1, 1])
-    with pytest.raises(TypeError, match="after returning tuples of 2 items"):
+    with pytest.raises(PolicyError, match="after returning tuples of 2 items"):
         rig.insert([2, 2])

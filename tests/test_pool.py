@@ -60,7 +60,7 @@ def test_double_free_raises_and_frees_nothing() -> None:
     [
         (torch.tensor([99]), ValueError, "outside the pool"),
         (torch.tensor([-1]), ValueError, "outside the pool"),
-        (torch.tensor([1.0]), TypeError, "integers"),
+        (torch.tensor([1.0]), TypeError, "integer KV slots"),
         (torch.empty(1, dtype=torch.int64, device="meta"), ValueError, "meta"),
         (np.array([1]), TypeError, "torch tensor"),
         (torch.zeros(1, 1, dtype=torch.int64), ValueError, "1-D"),
@@ -97,8 +97,10 @@ def test_kv_buffers_per_layer() -> None:
 
 def test_alloc_rejects_bad_counts() -> None:
     pool = KVPool(size=8, device="cpu")
-    for bad in (-1, 1.5, True):
-        with pytest.raises(ValueError, match="integer"):
+    with pytest.raises(ValueError, match="n must be >= 0"):
+        pool.alloc(-1)
+    for bad in (1.5, True, "4"):
+        with pytest.raises(TypeError, match="n must be an integer"):
             pool.alloc(bad)  # type: ignore[arg-type]
 
 
@@ -136,5 +138,5 @@ def test_counts_accept_numpy_integers_and_reject_bools() -> None:
     assert pool.size == 8 and type(pool.size) is int
     slots = pool.alloc(np.int64(4))
     assert slots is not None and len(slots) == 4
-    with pytest.raises(ValueError, match="size"):
+    with pytest.raises(TypeError, match="size must be an integer"):
         KVPool(size=True, device="cpu")

@@ -22,7 +22,6 @@ from radix_evict.sim.replay import (
     ReplayError,
     ReplayResult,
     as_runs,
-    pick_winner,
     policy_matrix,
     replay,
     replay_policies,
@@ -311,6 +310,10 @@ def test_duplicate_labels_are_refused() -> None:
 
 def _fake(r: ReplayResult, label: str, hit_rate: float, p99: float) -> ReplayResult:
     return dataclasses.replace(r, label=label, hit_rate=hit_rate, p99_uncached=p99)
+
+
+def pick_winner(rows: list[ReplayResult]) -> ReplayResult:
+    return choose_winner(rows)[0]
 
 
 def test_winner_rule() -> None:

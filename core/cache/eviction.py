@@ -3,101 +3,222 @@
 SGLang scores every evictable leaf on each ``evict`` call, so the call costs
 O(leaves). Here the candidates live in a heap that the cache updates as the
 tree changes: whenever a node that could be an evictable leaf is touched,
-split, unlocked, or loses its last child, it is pushed with a fresh score.
-Each push carries a sequence number that the node remembers; an entry whose
+split, unlocked, or loses its last child, it is offered with a fresh score.
+Each entry carries a sequence number that the node remembers; an entry whose
 number is not the node's latest, or whose node is no longer an evictable
 leaf, is stale and skipped when popped (lazy invalidation). The heap stays
 exact for any policy whose score reads only the node's own fields. A policy
 that declares ``volatile_score`` is re-scored in full on every ``evict`` call.
+
+The entry layout is this module's alone. A score is checked before its entry
+exists (a real number that is not NaN, or a tuple of such numbers whose length
+is the same for every score of the policy), and a policy that raises or
+returns anything else leaves the driver as it was; :meth:`EvictionDriver.evict`
+undoes its partial work when a parent's re-offer fails.
 """
 
 from __future__ import annotations
 
 import heapq
+import numbers
+from collections.abc import Callable
 from typing import Any
 
-from radix_evict.cache.tree import TreeNode
+from radix_evict.cache.tree import TOKEN_BYTES, TreeNode
+from radix_evict.errors import PolicyError
 from radix_evict.policies.contract import EvictionPolicy
 
-# (score, last_access_time, seq, node), a tuple score spliced in: (*score, time, seq, node)
-HeapEntry = tuple[Any, ...]
+# (score, last_access_time, seq, node); a tuple score is spliced in: (*score, time, seq, node).
+# Comparing one flat tuple costs half as much as a nested one, and every heap step compares.
+_Entry = tuple[Any, ...]
 
 
 def is_evictable_leaf(node: TreeNode) -> bool:
-    """Holds KV, unlocked, no children, still in the tree, not the root."""
+    """Holds KV, unlocked, no children, still in the tree, not the root: the one liveness rule."""
     return node.lock_ref == 0 and not node.children and node.parent is not None
 
 
-class EvictionDriver:
-    """Orders evictable leaves by ``(score, last_access_time)``, lowest first."""
+def _is_real(x: object) -> bool:
+    """A real number that orders with the others (NaN does not; bool counts as 0/1)."""
+    t = type(x)
+    if t is float:
+        return x == x  # False only for NaN
+    if t is int:
+        return True
+    return isinstance(x, numbers.Real) and x == x
 
-    def __init__(self, policy: EvictionPolicy) -> None:
+
+class EvictionDriver:
+    """Orders evictable leaves by ``(score, last_access_time)``, lowest first.
+
+    ``distribution`` (with its version and entry point, as the registry names
+    it) is where the policy came from; errors name it with the policy.
+    """
+
+    def __init__(
+        self, policy: EvictionPolicy[Any], page_size: int, distribution: str | None = None
+    ) -> None:
         self.policy = policy
-        self._score = policy.score
+        self.distribution = distribution
+        origin = f" from {distribution}" if distribution else ""
+        self.label = f"policy {policy.name!r}{origin}"
+        # Typed as returning Any: a compiled build must not coerce (and reject) the
+        # result before _entry checks it and names the policy.
+        self._score: Callable[[TreeNode], Any] = policy.score
         self._rescore_every_evict = bool(policy.volatile_score)
-        self.heap: list[HeapEntry] = []
+        self._page_bytes = page_size * TOKEN_BYTES
+        self._heap: list[_Entry] = []
         self._seq = 0
         self._compact_at = 4096
-        # Tuple scores are spliced into the entry, (*score, time, seq, node): comparing
-        # one flat tuple costs half as much as a nested one, and every heap step
-        # compares. That orders entries as (score, time, seq) would only if all of
-        # a policy's scores have one shape, which _entry checks: 0 means numbers,
-        # n >= 1 tuples of n items, None not yet seen.
-        self._width: int | None = None
+        # The spliced layout orders entries as (score, time, seq) only if all of a
+        # policy's scores have one shape: 0 means numbers, n >= 1 tuples of n items,
+        # -1 not yet seen.
+        self._width = -1
 
-    def offer(self, node: TreeNode) -> None:
-        """(Re-)score ``node`` if it is an evictable leaf; supersedes its older entries."""
-        if node.lock_ref == 0 and not node.children and node.parent is not None:  # inlined: hot
+    # ------------------------------------------------------------------ offers
+    def offer(self, node: TreeNode, also: TreeNode | None = None) -> None:
+        """(Re-)score ``node`` (and ``also``) where evictable leaves; supersede older entries.
+
+        Both are scored before either is pushed, so a policy that raises or
+        returns garbage for either leaves the heap as it was.
+        """
+        first = self._entry(node) if is_evictable_leaf(node) else None
+        second = self._entry(also) if also is not None and is_evictable_leaf(also) else None
+        if first is not None:
+            self._push(first)
+        if second is not None:
+            self._push(second)
+
+    def _push(self, entry: _Entry) -> None:
+        seq = entry[-2]
+        node: TreeNode = entry[-1]
+        node._heap_seq = seq
+        heapq.heappush(self._heap, entry)
+        if len(self._heap) > self._compact_at:
+            self._rebuild(rescore=False)
+
+    def _entry(self, node: TreeNode, seq: int = 0) -> _Entry:
+        """A checked heap entry for ``node``; ``seq`` 0 takes the next number."""
+        try:
+            score: Any = self._score(node)
+        except Exception as e:
+            raise self._error(f"score() raised {type(e).__name__}: {e}") from e
+        if seq == 0:
             self._seq += 1
-            node._heap_seq = self._seq
-            heapq.heappush(self.heap, self._entry(node, self._seq))
-            if len(self.heap) > self._compact_at:
-                self._rebuild(rescore=False)
-
-    def _entry(self, node: TreeNode, seq: int) -> HeapEntry:
-        score = self._score(node)
-        if type(score) is tuple:
-            if len(score) != self._width:
-                self._set_width(score, len(score))
+            seq = self._seq
+        t = type(score)
+        if t is float or t is int:  # the fast path: one type test (and a NaN test)
+            if score == score and self._width == 0:
+                return (score, node.last_access_time, seq, node)
+        elif t is tuple and len(score) == self._width and all(_is_real(x) for x in score):
             return (*score, node.last_access_time, seq, node)
-        if self._width != 0:
-            self._set_width(score, 0)
+        self._check_score(score)
+        if type(score) is tuple:
+            return (*score, node.last_access_time, seq, node)
         return (score, node.last_access_time, seq, node)
 
-    def _set_width(self, score: Any, width: int) -> None:
-        if self._width is None:
+    def _check_score(self, score: Any) -> None:
+        """Raise for a score that cannot be ordered; record the policy's score shape."""
+        if type(score) is tuple:
+            width = len(score)
+            ok = width > 0 and all(_is_real(x) for x in score)
+        else:
+            width = 0
+            ok = _is_real(score)
+        if not ok:
+            raise self._error(
+                f"score() returned {score!r} ({type(score).__name__}); a score must be a "
+                "real number that is not NaN, or a non-empty tuple of such numbers"
+            )
+        if self._width == -1:
             self._width = width
-            return
-        before = "a number" if self._width == 0 else f"tuples of {self._width} items"
-        raise TypeError(
-            f"policy {self.policy.name!r}: score() returned {score!r} after returning "
-            f"{before}; scores must be numbers, or tuples of one fixed length"
+        elif width != self._width:
+            before = "a number" if self._width == 0 else f"tuples of {self._width} items"
+            raise self._error(
+                f"score() returned {score!r} after returning {before}; "
+                "scores must be numbers, or tuples of one fixed length"
+            )
+
+    def _error(self, what: str) -> PolicyError:
+        return PolicyError(
+            f"{self.label}: {what}", policy=self.policy.name, distribution=self.distribution
         )
 
-    def begin_evict(self) -> None:
-        """Called once per ``evict``: re-score volatile policies, drop stale entries."""
+    # ------------------------------------------------------------------ evict
+    def evict(self, num_tokens: int) -> list[TreeNode]:
+        """Unlink live leaves, lowest first, until ``num_tokens`` tokens are out; return them.
+
+        A parent left childless becomes a candidate in the same call. The
+        victims are detached from the tree (``parent`` None); their slots and
+        the cache's sizes are the caller's to settle. If a parent's re-offer
+        raises, every victim is linked back and the heap restored before the
+        error propagates.
+        """
         if self._rescore_every_evict:
             self._rebuild(rescore=True)
+        heap = self._heap
+        pop = heapq.heappop
+        pb = self._page_bytes
+        freed = 0
+        victims: list[TreeNode] = []
+        parents: list[TreeNode] = []
+        popped: list[_Entry] = []
+        while freed < num_tokens and heap:
+            entry = pop(heap)
+            node: TreeNode = entry[-1]
+            if entry[-2] != node._heap_seq or not is_evictable_leaf(node):
+                continue  # stale: re-scored since, locked, grown a child, or gone from the tree
+            parent = node.parent
+            assert parent is not None
+            node._heap_seq = -1
+            del parent.children[node.key_bytes[:pb]]
+            node.parent = None
+            victims.append(node)
+            parents.append(parent)
+            popped.append(entry)
+            freed += node.num_tokens
+            if not parent.children:
+                try:
+                    self.offer(parent)
+                except BaseException:
+                    self._undo_evict(victims, parents, popped)
+                    raise
+        return victims
 
+    def _undo_evict(
+        self, victims: list[TreeNode], parents: list[TreeNode], popped: list[_Entry]
+    ) -> None:
+        """Link ``victims`` back, last first, and restore their heap entries."""
+        pb = self._page_bytes
+        for i in range(len(victims) - 1, -1, -1):
+            node, parent, entry = victims[i], parents[i], popped[i]
+            parent.children[node.key_bytes[:pb]] = node
+            node.parent = parent
+            node._heap_seq = entry[-2]
+            heapq.heappush(self._heap, entry)
+
+    # ------------------------------------------------------------------ views
     def clear(self) -> None:
-        self.heap = []
+        self._heap = []
 
     def candidates(self) -> list[TreeNode]:
         """The current evictable leaves (each exactly once)."""
         return [e[-1] for e in self._live_entries()]
 
     def __len__(self) -> int:
-        return len(self.heap)
+        """Heap entries, stale ones included."""
+        return len(self._heap)
 
-    def _live_entries(self) -> list[HeapEntry]:
+    def _live_entries(self) -> list[_Entry]:
         """Each evictable leaf's latest entry; stale ones (superseded or no longer a leaf) go."""
-        return [e for e in self.heap if e[-2] == e[-1]._heap_seq and is_evictable_leaf(e[-1])]
+        return [e for e in self._heap if e[-2] == e[-1]._heap_seq and is_evictable_leaf(e[-1])]
 
     def _rebuild(self, rescore: bool) -> None:
+        """Drop stale entries (re-scoring the rest if asked), in place: nothing if it raises."""
         entries = self._live_entries()
         if rescore:
             entries = [self._entry(e[-1], e[-2]) for e in entries]
         heapq.heapify(entries)
-        self.heap = entries
+        self._heap[:] = entries
         # Stale entries may again outnumber live ones 2:1 before the next sweep (amortised O(1)).
         self._compact_at = 3 * len(entries) + 4096

@@ -13,20 +13,9 @@ import torch
 from mypy_extensions import mypyc_attr
 
 from radix_evict.cache.allocator import Allocator
+from radix_evict.cache.args import SlotDevice, check_int
 
 __all__ = ["Allocator", "KVPool", "default_device"]
-
-
-def _count(what: str, value: object, low: int) -> int:
-    """``value`` as an int >= ``low``; bools, floats and the like are errors, never rounded.
-
-    ``what`` names the argument in the error, e.g. ``"KVPool: size"``.
-    """
-    if type(value) is int and value >= low:  # the common case, first
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{what} must be an integer >= {low}, got {value!r}")
-    return int(value)
 
 
 def default_device() -> torch.device:
@@ -60,44 +49,43 @@ class KVPool:
     ) -> None:
         # Counts are annotated SupportsIndex, not int, so that a compiled build does not
         # coerce a bool on the way in: the checks here see exactly what the caller passed.
-        size = _count("KVPool: size", size, 1)
-        page_size = _count("KVPool: page_size", page_size, 1)
-        layers = _count("KVPool: layers", layers, 0)
-        heads = _count("KVPool: heads", heads, 1)
-        head_dim = _count("KVPool: head_dim", head_dim, 1)
-        if size % page_size:
-            raise ValueError(
-                f"KVPool: size {size} is not a whole number of pages of {page_size} tokens"
-            )
-        self.size = size
-        self.page_size = page_size
-        self._device = torch.device(device) if device is not None else default_device()
-        self.num_pages = size // page_size
-        dev = self._device
+        self.size: int = check_int("KVPool: size", size, 1)
+        self.page_size: int = check_int("KVPool: page_size", page_size, 1)
+        self.layers: int = check_int("KVPool: layers", layers, 0)
+        shape = (
+            self.size,
+            check_int("KVPool: heads", heads, 1),
+            check_int("KVPool: head_dim", head_dim, 1),
+        )
+        n, P = self.size, self.page_size
+        if n % P:
+            raise ValueError(f"KVPool: size {n} is not a whole number of pages of {P} tokens")
+        self.slot_device = SlotDevice(device if device is not None else default_device())
+        dev = self.slot_device.device
+        on_cpu = self.slot_device.on_cpu
+        self.num_pages = n // P
         stack = torch.arange(self.num_pages, dtype=torch.int64, device=dev)
         where = torch.arange(self.num_pages, dtype=torch.int64, device=dev)
         # Row p holds page p's slots: gathering rows spells pages out as slots at copy
         # speed (a broadcast add is ~3x slower). 8 bytes per slot, next to KV of
         # kilobytes per slot in a real pool.
-        table = torch.arange(size, dtype=torch.int64, device=dev).view(self.num_pages, page_size)
-        self._on_cpu = dev.type == "cpu"
+        table = torch.arange(n, dtype=torch.int64, device=dev).view(self.num_pages, P)
         # The arrays the methods work on: numpy views on cpu, the tensors elsewhere.
-        self._stack: Any = stack.numpy() if self._on_cpu else stack
-        self._where: Any = where.numpy() if self._on_cpu else where
-        self._table: Any = table.numpy() if self._on_cpu else table
+        self._stack: Any = stack.numpy() if on_cpu else stack
+        self._where: Any = where.numpy() if on_cpu else where
+        self._table: Any = table.numpy() if on_cpu else table
         self._tensors = (stack, where, table)  # keeps the storage behind numpy views alive
         self._head = 0
-        self.layers = layers
         self.k_buffer: list[torch.Tensor] = []
         self.v_buffer: list[torch.Tensor] = []
-        if layers:
-            shape = (size, heads, head_dim)
-            self.k_buffer = [torch.zeros(shape, dtype=dtype, device=dev) for _ in range(layers)]
-            self.v_buffer = [torch.zeros(shape, dtype=dtype, device=dev) for _ in range(layers)]
+        if self.layers:
+            layer_range = range(self.layers)
+            self.k_buffer = [torch.zeros(shape, dtype=dtype, device=dev) for _ in layer_range]
+            self.v_buffer = [torch.zeros(shape, dtype=dtype, device=dev) for _ in layer_range]
 
     @property
     def device(self) -> torch.device:
-        return self._device
+        return self.slot_device.device
 
     def available_size(self) -> int:
         """Free slots (always whole pages)."""
@@ -105,7 +93,7 @@ class KVPool:
 
     def alloc(self, n: SupportsIndex) -> torch.Tensor | None:
         """``n`` slot indices on the pool's device, or None if fewer are free."""
-        count = _count("KVPool.alloc: n", n, 0)
+        count = check_int("KVPool.alloc: n", n, 0)
         P = self.page_size
         if count % P:
             raise ValueError(f"KVPool.alloc: n={count} is not a multiple of page_size {P}")
@@ -115,12 +103,12 @@ class KVPool:
             return None
         self._head = h + k
         slots = self.page_slots(self._stack[h : h + k])
-        return torch.from_numpy(slots) if self._on_cpu else slots
+        return torch.from_numpy(slots) if self.slot_device.on_cpu else slots
 
     def page_slots(self, pages: Any) -> Any:
         """A new 1-D array of the slots of ``pages`` (numpy on cpu, a tensor elsewhere)."""
         if self.page_size == 1:
-            return pages.copy() if self._on_cpu else pages.clone()
+            return pages.copy() if self.slot_device.on_cpu else pages.clone()
         return self._table[pages].reshape(-1)
 
     def free(self, indices: torch.Tensor) -> None:
@@ -130,7 +118,7 @@ class KVPool:
         if k == 0:
             return
         stack, where, h = self._stack, self._where, self._head
-        if k == 1 and self._on_cpu:  # the partial last page every request frees: scalars
+        if k == 1 and self.slot_device.on_cpu:  # the partial last page every request frees: scalars
             page = int(pages[0])
             w1 = int(where[page])
             if w1 >= h and int(stack[w1]) == page:
@@ -150,7 +138,7 @@ class KVPool:
             raise ValueError(
                 f"KVPool.free: slot {bad} is not allocated (freed twice, or never handed out)"
             )
-        saved = stack[h - k : h].copy() if self._on_cpu else stack[h - k : h].clone()
+        saved = stack[h - k : h].copy() if self.slot_device.on_cpu else stack[h - k : h].clone()
         self._push(pages)
         if k > 1 and not bool((where[pages] == self._positions(h - k, h)).all()):
             stack[h - k : h] = saved  # a page listed twice: undo, free nothing
@@ -166,7 +154,7 @@ class KVPool:
         test suite checks them after every operation); ``free`` is the
         checked path for everyone else.
         """
-        if self._on_cpu and not isinstance(pages, np.ndarray):
+        if self.slot_device.on_cpu and not isinstance(pages, np.ndarray):
             pages = pages.numpy()
         if len(pages):
             self._push(pages)
@@ -175,7 +163,7 @@ class KVPool:
         """One flag per slot, True where the slot is free (for checks and tests; O(size))."""
         free = self._stack[self._head :]
         mask = np.zeros(self.num_pages, dtype=bool)
-        mask[free if self._on_cpu else free.cpu().numpy()] = True
+        mask[free if self.slot_device.on_cpu else free.cpu().numpy()] = True
         return np.repeat(mask, self.page_size)
 
     def is_allocated(self, slot: int) -> bool:
@@ -192,25 +180,20 @@ class KVPool:
         self._head = h
 
     def _positions(self, lo: int, hi: int) -> Any:
-        if self._on_cpu:
+        if self.slot_device.on_cpu:
             return np.arange(lo, hi, dtype=np.int64)
-        return torch.arange(lo, hi, dtype=torch.int64, device=self._device)
+        return torch.arange(lo, hi, dtype=torch.int64, device=self.slot_device.device)
 
     def _pages_of(self, indices: torch.Tensor) -> Any:
         """Validate slots and return their page ids (numpy on cpu, a tensor elsewhere)."""
-        if not (  # the usual case in one test: a 1-D int64 tensor where the pool is
-            type(indices) is torch.Tensor
-            and indices.dtype is torch.int64
-            and indices.dim() == 1
-            and (indices.is_cpu if self._on_cpu else indices.device == self._device)
-        ):
-            self._check_slot_tensor(indices)
-        idx: Any = indices.numpy().astype(np.int64, copy=False) if self._on_cpu else indices.long()
+        on_cpu = self.slot_device.on_cpu
+        self.slot_device.check("KVPool.free: slots", indices)
+        idx: Any = indices.numpy().astype(np.int64, copy=False) if on_cpu else indices.long()
         n = len(idx)
         if n == 0:
             return idx
         P = self.page_size
-        if n == P and self._on_cpu:  # one page (or slot): scalar checks
+        if n == P and on_cpu:  # one page (or slot): scalar checks
             s0 = int(idx[0])
             if not 0 <= s0 < self.size:
                 raise ValueError(f"KVPool.free: slot {s0} is outside the pool (0..{self.size - 1})")
@@ -233,23 +216,9 @@ class KVPool:
             raise ValueError(f"KVPool.free: slots are not whole, aligned pages of {P}")
         return pages
 
-    def _check_slot_tensor(self, indices: Any) -> None:
-        """Raise the error that says what is wrong with a tensor of slots to free."""
-        if not isinstance(indices, torch.Tensor):
-            raise TypeError(
-                f"KVPool.free: expected a torch tensor of slots, got {type(indices).__name__}"
-            )
-        if indices.dtype == torch.bool or indices.dtype.is_floating_point or indices.is_complex():
-            raise TypeError(f"KVPool.free: slots must be integers, got dtype {indices.dtype}")
-        if indices.device != self._device:
-            raise ValueError(
-                f"KVPool.free: slots are on {indices.device} but the pool is on {self._device}"
-            )
-        if indices.dim() != 1:
-            raise ValueError(f"KVPool.free: slots must be 1-D, got shape {tuple(indices.shape)}")
-
     def __repr__(self) -> str:
         return (
-            f"KVPool(size={self.size}, page_size={self.page_size}, device={str(self._device)!r}, "
+            f"KVPool(size={self.size}, page_size={self.page_size}, "
+            f"device={str(self.slot_device.device)!r}, "
             f"free={self.available_size()}, layers={self.layers})"
         )

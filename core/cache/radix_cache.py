@@ -10,17 +10,16 @@ the tree, the sizes and the pool as they were.
 
 from __future__ import annotations
 
-import heapq
 import time
 from typing import Any, NamedTuple, SupportsIndex
 
-import numpy as np
 import torch
 from mypy_extensions import mypyc_attr
 
+from radix_evict.cache.args import check_int
 from radix_evict.cache.eviction import EvictionDriver
 from radix_evict.cache.pool import Allocator
-from radix_evict.cache.slots import SlotArray, SlotStorage
+from radix_evict.cache.slots import SlotStorage
 from radix_evict.cache.stats import CacheStats
 from radix_evict.cache.tree import (
     TOKEN_BYTES,
@@ -42,16 +41,6 @@ class MatchResult(NamedTuple):
     last_node: TreeNode
 
 
-def _check_int(name: str, value: Any, low: int | None = None) -> int:
-    if type(value) is int and (low is None or value >= low):
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if low is not None and value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return int(value)
-
-
 @mypyc_attr(allow_interpreted_subclasses=True)  # engines and tests subclass it
 class RadixCache:
     """A radix tree of token prefixes whose nodes own KV slots of ``pool``.
@@ -64,9 +53,11 @@ class RadixCache:
         self,
         pool: Allocator,
         page_size: SupportsIndex | None = None,
-        policy: str | EvictionPolicy = "lru",
-        policy_config: dict[str, Any] | str | None = None,
+        policy: str | EvictionPolicy | Any = "lru",
+        policy_config: dict[str, Any] | str | Any = None,
     ) -> None:
+        # policy and policy_config are checked here, not by annotations, so that a
+        # compiled build raises what the interpreted one does (PolicyConfigError).
         if isinstance(policy, EvictionPolicy):
             if policy_config is not None:
                 raise ValueError("policy_config is only for a policy given by name")
@@ -80,16 +71,16 @@ class RadixCache:
                     "available_size, device and page_size"
                 )
         pool_page = int(pool.page_size)
-        if page_size is not None and _check_int("page_size", page_size, 1) != pool_page:
+        if page_size is not None and check_int("page_size", page_size, 1) != pool_page:
             raise ValueError(f"page_size {page_size} differs from the pool's page_size {pool_page}")
         self.pool = pool
         self.page_size = pool_page
-        self.device = torch.device(pool.device)
-        self._on_cpu = self.device.type == "cpu"
+        self._slots = SlotStorage(pool)
+        self._slot_device = self._slots.slot_device
+        self.device = self._slot_device.device
         self.stats = CacheStats()
         self._empty = torch.empty((0,), dtype=torch.int64, device=self.device)
-        self._slots = SlotStorage(pool)
-        self._driver = EvictionDriver(self.policy)
+        self._driver = EvictionDriver(self.policy, pool_page, registry.source_of(self.policy))
         self._clock: float = 0.0  # SGLang's logical clock: one tick per stamp
         self._init_tree()
 
@@ -186,16 +177,16 @@ class RadixCache:
         L = len(arr)
         if L == 0:
             raise ValueError("insert: empty key (nothing to cache)")
-        self._check_indices(indices, L)
+        self._slot_device.check("indices", indices, L)
         prio = (
             priority
             if type(priority) is int
-            else (0 if priority is None else _check_int("priority", priority))
+            else (0 if priority is None else check_int("priority", priority))
         )
-        prev = _check_int("prev_prefix_len", prev_prefix_len, 0)
+        prev = check_int("prev_prefix_len", prev_prefix_len, 0)
         if prev > L:
             raise ValueError(f"prev_prefix_len {prev} exceeds the key length {L}")
-        done = _check_int("inserted_len", inserted_len, 0)
+        done = check_int("inserted_len", inserted_len, 0)
         P = self.page_size
         n = L // P * P
         if P > 1:
@@ -264,32 +255,6 @@ class RadixCache:
             self.pool.free(indices[prev:matched])
             self.stats.duplicate_tokens_freed += matched - prev
         return matched
-
-    def _check_indices(self, indices: Any, length: int) -> None:
-        if (
-            type(indices) is torch.Tensor
-            and indices.dtype is torch.int64
-            and indices.dim() == 1
-            and indices.shape[0] == length
-            # is_cpu is an attribute read; comparing torch.device objects costs far more
-            and (indices.is_cpu if self._on_cpu else indices.device == self.device)
-        ):
-            return
-        if not isinstance(indices, torch.Tensor):
-            raise TypeError(
-                f"indices must be a torch tensor of KV slots, got {type(indices).__name__}"
-            )
-        if indices.dtype == torch.bool or indices.dtype.is_floating_point or indices.is_complex():
-            raise TypeError(f"indices must be integer KV slots, got dtype {indices.dtype}")
-        if indices.dim() != 1:
-            raise ValueError(f"indices must be 1-D, got shape {tuple(indices.shape)}")
-        if indices.device != self.device:
-            raise ValueError(f"indices are on {indices.device} but the pool is on {self.device}")
-        if indices.shape[0] != length:
-            raise ValueError(
-                f"tokens and indices differ in length ({length} != {indices.shape[0]}): "
-                "one KV slot per token"
-            )
 
     def _split(self, child: TreeNode, m: int) -> TreeNode:
         """Split ``child`` after ``m`` tokens; the new parent takes the head.
@@ -393,33 +358,18 @@ class RadixCache:
         Whole nodes go, so the total may overshoot; it falls short only when
         nothing evictable is left. Returns the tokens freed.
         """
-        want = _check_int("num_tokens", num_tokens, 1)
+        want = check_int("num_tokens", num_tokens, 1)
         t0 = time.perf_counter()
-        driver = self._driver
-        driver.begin_evict()
-        pb = self.page_size * TOKEN_BYTES
+        victims = self._driver.evict(want)
         freed = 0
-        victims: list[SlotArray] = []
-        heap = driver.heap
-        pop = heapq.heappop
-        while freed < want and heap:
-            entry = pop(heap)
-            node = entry[-1]
-            parent = node.parent
-            # Stale entry: re-scored since, locked, grown a child, or gone from the tree.
-            if entry[-2] != node._heap_seq or node.lock_ref or node.children or parent is None:
-                continue
-            node._heap_seq = -1
-            del parent.children[node.key_bytes[:pb]]
-            node.parent = None
-            victims.append(node.value)
-            freed += node.num_tokens
-            if not parent.children:
-                driver.offer(parent)
         if victims:
+            values = []
+            for node in victims:
+                freed += node.num_tokens
+                values.append(node.value)
             self._evictable -= freed
             self._num_nodes -= len(victims)
-            self._slots.release(victims)
+            self._slots.release(values)
         st = self.stats
         st.evict_calls += 1
         st.evicted_tokens += freed

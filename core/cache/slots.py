@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from radix_evict.cache.args import SlotDevice
 from radix_evict.cache.pool import Allocator, KVPool
 
 SlotArray = np.ndarray | torch.Tensor
@@ -46,18 +47,19 @@ class SlotStorage:
 
     def __init__(self, pool: Allocator) -> None:
         self.page_size = P = int(pool.page_size)
-        self.device = torch.device(pool.device)
-        self.on_cpu = self.device.type == "cpu"
+        # A KVPool's own device record, so the on-cpu flag is derived once per pool.
+        self.slot_device = pool.slot_device if isinstance(pool, KVPool) else SlotDevice(pool.device)
+        on_cpu = self.slot_device.on_cpu
         self._pool = pool
         self._release_pages = unchecked_release(pool)
-        offsets = torch.arange(P, dtype=torch.int64, device=self.device)
-        self._offsets: Any = offsets.numpy() if self.on_cpu else offsets
+        offsets = torch.arange(P, dtype=torch.int64, device=self.slot_device.device)
+        self._offsets: Any = offsets.numpy() if on_cpu else offsets
         # A KVPool spells pages out from its slot table; other allocators get a broadcast.
         self._page_slots: Any = pool.page_slots if isinstance(pool, KVPool) else None
         self.empty: Any = (
             np.empty(0, dtype=np.int64)
-            if self.on_cpu
-            else torch.empty(0, dtype=torch.int64, device=self.device)
+            if on_cpu
+            else torch.empty(0, dtype=torch.int64, device=self.slot_device.device)
         )
 
     def check_pages(self, indices: torch.Tensor, start: int, stop: int) -> None:
@@ -73,7 +75,7 @@ class SlotStorage:
         start = start // P * P
         if P == 1 or start >= stop:
             return
-        idx: Any = indices.numpy() if self.on_cpu else indices
+        idx: Any = indices.numpy() if self.slot_device.on_cpu else indices
         first = idx[start:stop:P]
         last = idx[start + P - 1 : stop : P]
         if bool((first % P != 0).any()) or bool((last - first != P - 1).any()):
@@ -84,9 +86,9 @@ class SlotStorage:
     def take(self, indices: torch.Tensor, start: int, stop: int) -> Any:
         """A node's own entries for ``indices[start:stop]`` (page-aligned bounds)."""
         P = self.page_size
-        idx: Any = indices.numpy() if self.on_cpu else indices
+        idx: Any = indices.numpy() if self.slot_device.on_cpu else indices
         if P == 1:
-            return idx[start:stop].copy() if self.on_cpu else idx[start:stop].clone()
+            return idx[start:stop].copy() if self.slot_device.on_cpu else idx[start:stop].clone()
         return idx[start:stop:P] // P
 
     def split(self, value: Any, tokens: int) -> tuple[Any, Any]:
@@ -98,9 +100,9 @@ class SlotStorage:
         """The slots behind ``values``, joined, as numpy (cpu) or a tensor."""
         P = self.page_size
         if len(values) > 1:
-            joined = np.concatenate(values) if self.on_cpu else torch.cat(values)
+            joined = np.concatenate(values) if self.slot_device.on_cpu else torch.cat(values)
         elif P == 1:  # a node's own array: hand out a copy
-            return values[0].copy() if self.on_cpu else values[0].clone()
+            return values[0].copy() if self.slot_device.on_cpu else values[0].clone()
         else:
             joined = values[0]
         if P == 1:
@@ -112,12 +114,12 @@ class SlotStorage:
     def to_tensor(self, values: list[Any]) -> torch.Tensor:
         """A new int64 tensor of the slots behind ``values``, on the pool's device."""
         out = self.slots(values)
-        return torch.from_numpy(out) if self.on_cpu else out
+        return torch.from_numpy(out) if self.slot_device.on_cpu else out
 
     def release(self, values: list[Any]) -> None:
         """Give the slots behind ``values`` back to the pool."""
         if self._release_pages is not None:
-            if self.on_cpu:
+            if self.slot_device.on_cpu:
                 pages = values[0] if len(values) == 1 else np.concatenate(values)
             else:
                 pages = values[0] if len(values) == 1 else torch.cat(values)

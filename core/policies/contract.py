@@ -7,7 +7,7 @@ evicts the lowest score first and breaks equal scores by
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
 
@@ -32,10 +32,17 @@ class NoConfig(PolicyConfig):
     """The config of a policy that takes no keys: any key is an error."""
 
 
-class EvictionPolicy:
+ConfigT = TypeVar("ConfigT", bound=PolicyConfig)
+
+
+class EvictionPolicy(Generic[ConfigT]):
     """Scores evictable leaves; the lowest score is evicted first.
 
-    Subclasses set ``name`` and, if they take keys, ``Config``. ``score`` must
+    Subclasses set ``name`` and, if they take keys, name their config model
+    as the type parameter, ``class SLRU(EvictionPolicy[SLRUConfig])``:
+    ``self.config`` is then an ``SLRUConfig`` to the type checker, and
+    ``Config`` (the model the registry validates against) is derived from it.
+    Setting ``Config = SLRUConfig`` instead, or as well, works too. ``score`` must
     be a pure function of the node's fields (and the policy's config). A score
     that can change while the node is untouched (it reads the clock, other
     nodes, or outside state) must set ``volatile_score = True``: the driver
@@ -52,8 +59,22 @@ class EvictionPolicy:
     # simulator's winner rule passes it over (radix_evict.sim.winner).
     orders_by_priority: ClassVar[bool] = False
 
-    def __init__(self, config: PolicyConfig | None = None) -> None:
-        self.config = config if config is not None else self.Config()
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        model = _config_parameter(cls)
+        if model is None:
+            return
+        own = cls.__dict__.get("Config")
+        if own is None:
+            cls.Config = model
+        elif own is not model:
+            raise TypeError(
+                f"{cls.__name__}: Config = {own.__name__} but the class is "
+                f"EvictionPolicy[{model.__name__}]; name one config model"
+            )
+
+    def __init__(self, config: ConfigT | None = None) -> None:
+        self.config: ConfigT = config if config is not None else cast(ConfigT, self.Config())
 
     def score(self, node: TreeNode) -> Score:
         """Return this leaf's eviction score: lower goes first.
@@ -67,3 +88,14 @@ class EvictionPolicy:
         keys = self.config.model_dump()
         args = ", ".join(f"{k}={v!r}" for k, v in keys.items())
         return f"{type(self).__name__}({args})"
+
+
+def _config_parameter(cls: type) -> type[PolicyConfig] | None:
+    """``X`` when ``cls`` subclasses ``EvictionPolicy[X]`` directly with a concrete model."""
+    for base in getattr(cls, "__orig_bases__", ()):
+        origin = get_origin(base)
+        if isinstance(origin, type) and issubclass(origin, EvictionPolicy):
+            args = get_args(base)
+            if args and isinstance(args[0], type) and issubclass(args[0], PolicyConfig):
+                return args[0]
+    return None

@@ -15,12 +15,10 @@ kept, the failure is recorded with its distribution, version and entry point
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import pluggy
 
-if TYPE_CHECKING:
-    from radix_evict.policies.registry import PolicySpec
+from radix_evict.policies.spec import PolicySpec
 
 PROJECT = "radix_evict"
 

@@ -35,10 +35,9 @@ from radix_evict.policies.config import (
     config_model_problems,
     describe_model,
     did_you_mean,
-    suggest,
     validate_config,
 )
-from radix_evict.policies.contract import EvictionPolicy, NoConfig, PolicyConfig
+from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
 from radix_evict.policies.plugins import (
     ENV_VAR,
     GROUP,
@@ -55,6 +54,7 @@ from radix_evict.policies.plugins import (
     select_plugins,
     watch_interrupts,
 )
+from radix_evict.policies.spec import PolicySpec
 
 __all__ = [
     "ChoiceProblem",
@@ -76,42 +76,6 @@ EXTEND_HOW = (
     "to offer it, install (or write) a package whose radix_evict_extend_choices hook "
     "extends the choice list with it (plugins_example/ shows how; it adds 'fifo')"
 )
-
-
-@dataclass(frozen=True)
-class PolicySpec:
-    """What a plugin passes to ``register``: one policy and how to present it.
-
-    ``config_model`` defaults to the policy class's ``Config``. ``hidden``
-    policies are registered but not offered as ``--policy`` choices until
-    some package extends the choice list with them. ``distribution``,
-    ``version`` and ``entry_point`` are filled in by the registry from the
-    entry point the spec came through; whatever a plugin sets there is replaced.
-    """
-
-    name: str
-    policy: type[EvictionPolicy]
-    config_model: type[PolicyConfig] = None  # type: ignore[assignment]
-    summary: str = ""
-    hidden: bool = False
-    distribution: str | None = None
-    version: str | None = None
-    entry_point: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.config_model is None:
-            object.__setattr__(self, "config_model", getattr(self.policy, "Config", NoConfig))
-
-    @property
-    def source(self) -> str:
-        """``dist version (entry point 'ep')``: how messages name where this came from."""
-        ver = f" {self.version}" if self.version else ""
-        return f"{self.distribution or '?'}{ver} (entry point {self.entry_point!r})"
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        """The config keys this policy accepts."""
-        return tuple(f.alias or n for n, f in self.config_model.model_fields.items())
 
 
 @dataclass(frozen=True)
@@ -202,14 +166,13 @@ def _check_spec(spec: Any, src: PluginSource) -> PolicySpec:
         raise PolicyRegistrationError(
             f"policy name {name!r} is invalid: use 1-64 lowercase letters, digits, '_' or '-'"
         )
-    if not (isinstance(spec.policy, type) and issubclass(spec.policy, EvictionPolicy)):
+    kind: Any = spec.policy
+    if not (isinstance(kind, type) and issubclass(kind, EvictionPolicy)):
         raise PolicyRegistrationError(
-            f"policy {name!r}: {spec.policy!r} is not a subclass of radix_evict.EvictionPolicy"
+            f"policy {name!r}: {kind!r} is not a subclass of radix_evict.EvictionPolicy"
         )
-    if spec.policy.score is EvictionPolicy.score:
-        raise PolicyRegistrationError(
-            f"policy {name!r}: {spec.policy.__name__} does not define score()"
-        )
+    if getattr(kind, "score", None) is EvictionPolicy.score:
+        raise PolicyRegistrationError(f"policy {name!r}: {kind.__name__} does not define score()")
     problems = config_model_problems(spec.config_model)
     if problems:
         raise PolicyRegistrationError(
@@ -495,6 +458,20 @@ class Registry:
             raise PolicyConfigError.from_problems(name, problems)
         return cfg
 
+    def source_of(self, policy: EvictionPolicy) -> str | None:
+        """Where ``policy``'s class was registered from, for error messages; None if unknown.
+
+        Asks nothing of a registry that has not loaded yet: a policy built by
+        hand is no reason to import every plugin.
+        """
+        if self._state is None:
+            return None
+        kind = type(policy)
+        for spec in self._state.specs.values():
+            if spec.policy is kind:
+                return spec.source
+        return None
+
     def load_policy(self, name: str, config: ConfigInput | Any = None) -> EvictionPolicy:
         """Build policy ``name`` with a validated config (None, a dict or a JSON string)."""
         spec = self._resolve(name)
@@ -619,11 +596,6 @@ def _rewrite_refs(node: Any, prefix: str) -> Any:
     if isinstance(node, list):
         return [_rewrite_refs(x, prefix) for x in node]
     return node
-
-
-def suggest_policy(name: str, extended: bool = False) -> str | None:
-    """The registered name nearest to ``name`` (for CLIs that build their own messages)."""
-    return suggest(name, registry.choices(extended=extended))
 
 
 registry = Registry()

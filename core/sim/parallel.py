@@ -10,14 +10,21 @@ asked for, the jobs run one after another in this process. Results come
 back in job order, so the output does not depend on the number of workers.
 Workers report progress by writing their step count into a shared array that
 this process polls: no pipe to fill up, nothing to drain at the end.
+
+:func:`stream_jobs` is the streaming form that sweeps use: one forked process
+per job, results yielded as each finishes, a job that raises or a worker that
+dies reported as a :class:`JobFailed` while the other jobs go on.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from collections.abc import Callable, Sequence
+import signal
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from multiprocessing import connection
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -71,17 +78,24 @@ def plan_workers(jobs: int, cores: int | None = None) -> int:
     return min(range(min(c, jobs), hi + 1), key=lambda w: (makespan(w), w))
 
 
-def _run_in_child(i: int) -> Any:
+def _single_threaded_torch() -> None:
     # A forked child inherits torch's OpenMP pool without its threads: its first
     # parallel kernel would wait for them forever. One thread runs kernels inline.
     import torch
 
     torch.set_num_threads(1)
 
+
+def _report_to(i: int) -> ProgressFn:
     def report(done: int, _total: int) -> None:
         _done[i] = done
 
-    return _jobs[i](report)
+    return report
+
+
+def _run_in_child(i: int) -> Any:
+    _single_threaded_torch()
+    return _jobs[i](_report_to(i))
 
 
 def run_jobs(
@@ -124,4 +138,141 @@ def run_jobs(
             progress(total, total)
         return out
     finally:
+        _jobs, _done = (), None
+
+
+@dataclass(frozen=True)
+class JobFailed:
+    """A job that raised, or whose worker process died: ``error`` says which and why."""
+
+    error: str
+
+
+def _failure(exc: BaseException) -> JobFailed:
+    return JobFailed(f"{type(exc).__name__}: {exc}")
+
+
+def _start_shielded(proc: Any) -> None:
+    """Fork ``proc`` with SIGINT held back, so Ctrl-C during the fork is not lost.
+
+    A KeyboardInterrupt raised inside fork's at-fork handlers is swallowed
+    ("Exception ignored"); blocked, the signal waits and arrives just after.
+    The child starts with it blocked too, and ignores it before unblocking.
+    """
+    held = {signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        proc.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+
+
+def _stream_child(i: int, conn: connection.Connection) -> None:
+    # Ctrl-C reaches the whole process group; the parent alone decides what stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    _single_threaded_torch()
+    try:
+        out: Any = _jobs[i](_report_to(i))
+    except BaseException as exc:  # the parent records it; the other jobs go on
+        out = _failure(exc)
+    try:
+        conn.send(out)
+    except Exception as exc:  # a result that does not pickle
+        conn.send(JobFailed(f"the result could not be sent back: {_failure(exc).error}"))
+    conn.close()
+
+
+def _exit_text(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _collect(proc: Any, conn: connection.Connection) -> Any:
+    """A finished worker's result, or a JobFailed saying how the worker ended."""
+    out: Any = None
+    got = False
+    try:
+        if conn.poll():
+            out, got = conn.recv(), True
+    except (EOFError, OSError):
+        pass
+    finally:
+        conn.close()
+    proc.join()
+    if got:
+        return out
+    return JobFailed(f"worker process died ({_exit_text(proc.exitcode)}) before returning "
+                     "a result")
+
+
+def stream_jobs(
+    jobs: Sequence[Job[T]],
+    sizes: Sequence[int],
+    workers: int | None = None,
+    progress: ProgressFn | None = None,
+) -> Iterator[tuple[int, T | JobFailed]]:
+    """Run each job in its own forked process, ``workers`` at a time; yield (index, outcome).
+
+    Outcomes come as jobs finish, not in job order. A fork per job costs ~ms,
+    and isolates jobs: one that raises, or a worker that dies (killed, out of
+    memory, a crashing extension), yields a JobFailed and the rest go on.
+    ``workers`` defaults to the usable cores; one worker still forks, so a
+    crash stays a failed job. Stopping the iteration (or Ctrl-C while
+    waiting) kills the workers still running; what was yielded stays
+    yielded. Without ``fork`` the jobs run here, in order, with the same
+    failure reporting (but a crash ends this process).
+    """
+    global _jobs, _done
+    total = sum(sizes)
+    n = max(1, min(len(jobs), usable_cores() if workers is None else workers))
+    if "fork" not in mp.get_all_start_methods():
+        offset = 0
+        for i, (job, size) in enumerate(zip(jobs, sizes, strict=True)):
+            report = None
+            if progress is not None:
+                report = lambda d, _t, at=offset: progress(at + d, total)  # noqa: E731
+            try:
+                out: Any = job(report)
+            except Exception as exc:
+                out = _failure(exc)
+            offset += size
+            yield i, out
+        return
+    ctx = mp.get_context("fork")
+    _jobs, _done = jobs, ctx.Array("q", len(jobs), lock=False)
+    running: dict[int, tuple[Any, connection.Connection]] = {}
+    finished = [False] * len(jobs)
+    started = 0
+    try:
+        while started < len(jobs) or running:
+            while started < len(jobs) and len(running) < n:
+                recv, send = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_stream_child, args=(started, send), daemon=True)
+                _start_shielded(proc)
+                send.close()
+                running[started] = (proc, recv)
+                started += 1
+            owner: dict[Any, int] = {}
+            for i, (proc, conn) in running.items():
+                owner[conn] = owner[proc.sentinel] = i
+            ready = connection.wait(list(owner), timeout=0.2)
+            for i in sorted({owner[r] for r in ready}):
+                proc, conn = running.pop(i)
+                outcome = _collect(proc, conn)
+                finished[i] = True
+                yield i, outcome
+            if progress is not None:
+                done = sum(size if end else _done[i]
+                           for i, (size, end) in enumerate(zip(sizes, finished, strict=True)))
+                progress(min(done, total), total)
+    finally:
+        for proc, conn in running.values():
+            proc.kill()
+            proc.join()
+            conn.close()
         _jobs, _done = (), None

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from radix_evict.cache.args import check_int
 from radix_evict.cache.pool import KVPool
 from radix_evict.cache.radix_cache import RadixCache
 from radix_evict.errors import PolicyConfigError, RadixEvictError
@@ -307,8 +308,7 @@ def replay(
     Raises ReplayError if, after the replay, a lock is still held or the pool
     and the tree do not account for every slot.
     """
-    if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
-        raise ValueError(f"page_size must be an integer >= 1, got {page_size!r}")
+    page_size = check_int("page_size", page_size, 1)
     requested = workload.default_pool_tokens if pool_tokens is None else int(pool_tokens)
     P = page_size
     pool_size = requested // P * P
@@ -523,11 +523,6 @@ def replay_policies(
     return run_jobs(jobs, [workload.num_requests] * len(runs), workers, progress)
 
 
-def pick_winner(results: Sequence[ReplayResult]) -> ReplayResult:
-    """The best of ``results`` by :data:`~radix_evict.sim.winner.WINNER_RULE`."""
-    return choose_winner(results)[0]
-
-
 def policy_matrix(
     workloads: Iterable[str | Workload],
     policies: Iterable[str | PolicyRun | tuple[str, Mapping[str, Any] | None]] = DEFAULT_POLICIES,
@@ -552,7 +547,7 @@ def policy_matrix(
     results = run_jobs(jobs, [w.num_requests for w, _ in pairs], workers, progress)
     winners: dict[str, str] = {}
     for i, w in enumerate(wls):
-        winners[w.name] = pick_winner(results[i * len(runs) : (i + 1) * len(runs)]).label
+        winners[w.name] = choose_winner(results[i * len(runs) : (i + 1) * len(runs)])[0].label
     return MatrixResult(
         workloads=[infos[id(w)] for w in wls],
         policies=[r.name for r in runs],

@@ -16,7 +16,8 @@ The class gains ``test_registration``, ``test_config_is_strict``,
 ``policy = "mypolicy"`` does the same without the marker. ``--radix-evict-examples N``
 sets how many hypothesis examples each property runs.
 
-Fixture ``radix_evict_plugin`` registers a plugin object in-process for the
+:func:`insert_as_request` fills a cache as finished requests would, for a
+policy's own tests. Fixture ``radix_evict_plugin`` registers a plugin object in-process for the
 duration of one test (unit tests of hook code without installing anything).
 """
 
@@ -38,6 +39,7 @@ from radix_evict.testing.checks import (
     check_score,
     score_snapshots,
 )
+from radix_evict.testing.requests import insert_as_request
 from radix_evict.testing.snapshots import NodeSnapshot, chain
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "check_policy",
     "check_registration",
     "check_score",
+    "insert_as_request",
     "score_snapshots",
 ]
 

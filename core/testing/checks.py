@@ -26,13 +26,15 @@ import numbers
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from radix_evict.cache.eviction import is_evictable_leaf
 from radix_evict.errors import ConfigProblem
 from radix_evict.policies.config import config_model_problems, lax_schema_spots
 from radix_evict.policies.contract import EvictionPolicy
 from radix_evict.testing.snapshots import NodeSnapshot, chain
 
 if TYPE_CHECKING:
-    from radix_evict.policies.registry import PolicySpec, Registry
+    from radix_evict.policies.registry import Registry
+    from radix_evict.policies.spec import PolicySpec
 
 DEFAULT_EXAMPLES = 60
 BOGUS_KEY = "radix_evict_conformance_unknown_key"
@@ -386,7 +388,7 @@ class CacheHarness:
 
     def evict(self, k: int) -> None:
         cache, pool = self.cache, self.pool
-        cands = [x for x in _walk(self.root) if x.lock_ref == 0 and not _children(x)]
+        cands = [x for x in _walk(self.root) if is_evictable_leaf(x)]
         keys = {id(x): (self.policy.score(x), x.last_access_time) for x in cands}
         before, avail = cache.evictable_size(), pool.available_size()
         freed = cache.evict(k)

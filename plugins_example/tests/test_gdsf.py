@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from radix_evict_costaware import GreedyDualPolicy, recompute_cost_per_token
 
 from radix_evict import KVPool, PolicyConfigError, RadixCache, registry
+from radix_evict.testing import insert_as_request
 
 
 def make_cache(policy: str, config: Any = None, size: int = 512) -> RadixCache:
@@ -20,10 +20,7 @@ def make_cache(policy: str, config: Any = None, size: int = 512) -> RadixCache:
 
 def put(cache: RadixCache, tokens: list[int]) -> None:
     """Insert as an engine would: reuse the cached prefix, allocate the rest."""
-    m = cache.match_prefix(tokens)
-    new = cache.pool.alloc(len(tokens) - m.prefix_len)
-    assert new is not None
-    cache.insert(tokens, torch.cat([m.indices, new]), prev_prefix_len=m.prefix_len)
+    insert_as_request(cache, tokens)
 
 
 LONG = list(range(1000, 1200))  # a 200-token conversation history

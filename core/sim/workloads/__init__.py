@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import difflib
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
+from radix_evict.cache.args import check_int
 from radix_evict.sim.workloads import agentic, chat, hot_set, popularity_shift, priority_tiers
 from radix_evict.sim.workloads.base import (
     Event,
@@ -26,6 +27,7 @@ from radix_evict.sim.workloads.base import (
     Workload,
     WorkloadError,
     WorkloadParams,
+    WorkloadTypeError,
     param_docs,
     suggest_tlru,
     tlru_threshold_rule,
@@ -115,14 +117,8 @@ def get_workload(name: str, seed: int = 0, **params: Any) -> SessionWorkload:
         )
         hint = f"; did you mean {near[0]!r}?" if near else ""
         raise WorkloadError(f"unknown workload {name!r}{hint} (choices: {', '.join(WORKLOADS)})")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise WorkloadError(f"seed must be an integer >= 0, got {seed!r}")
+    seed = check_int("seed", seed, 0, type_error=WorkloadTypeError, value_error=WorkloadError)
     return spec.build(seed, **params)
-
-
-def workloads_from(names: Mapping[str, Mapping[str, Any]], seed: int = 0) -> list[SessionWorkload]:
-    """Several workloads at once: ``{name: params}``."""
-    return [get_workload(n, seed=seed, **dict(p)) for n, p in names.items()]
 
 
 __all__ = [
@@ -142,6 +138,7 @@ __all__ = [
     "WorkloadError",
     "WorkloadParams",
     "WorkloadSpec",
+    "WorkloadTypeError",
     "get_workload",
     "load_trace",
     "param_docs",

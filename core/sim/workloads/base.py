@@ -17,7 +17,6 @@ side-by-side harness (``../peer/sglang_bench.py``), tie-breaking included.
 from __future__ import annotations
 
 import heapq
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -26,6 +25,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from radix_evict.cache.args import check_int, check_number
 from radix_evict.errors import RadixEvictError
 
 Tokens = npt.NDArray[np.int64]
@@ -42,6 +42,14 @@ EventKind = Literal["arrive", "finish"]
 
 class WorkloadError(RadixEvictError, ValueError):
     """An unknown workload name, an unknown parameter, or a bad parameter value."""
+
+
+class WorkloadTypeError(WorkloadError, TypeError):
+    """A workload parameter of the wrong type (still a :class:`WorkloadError`)."""
+
+
+# The shared argument checks, raising the workload's own errors.
+_ERRORS: dict[str, Any] = {"type_error": WorkloadTypeError, "value_error": WorkloadError}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,29 +77,19 @@ class WorkloadParams:
 def check_positive(params: object, *names: str) -> None:
     """Every named field must be a finite number > 0."""
     for name in names:
-        value = getattr(params, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise WorkloadError(f"{name} must be a number, got {value!r}")
-        if not math.isfinite(value) or value <= 0:
-            raise WorkloadError(f"{name} must be > 0, got {value!r}")
+        check_number(name, getattr(params, name), 0, above=True, **_ERRORS)
 
 
 def check_non_negative(params: object, *names: str) -> None:
     """Every named field must be a finite number >= 0."""
     for name in names:
-        value = getattr(params, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise WorkloadError(f"{name} must be a number, got {value!r}")
-        if not math.isfinite(value) or value < 0:
-            raise WorkloadError(f"{name} must be >= 0, got {value!r}")
+        check_number(name, getattr(params, name), 0, **_ERRORS)
 
 
 def check_integers(params: object, *names: str) -> None:
     """Every named field must be an int (not a bool)."""
     for name in names:
-        value = getattr(params, name)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise WorkloadError(f"{name} must be an integer, got {value!r}")
+        check_int(name, getattr(params, name), **_ERRORS)
 
 
 def check_ordered(params: object, low: str, high: str) -> None:
@@ -104,10 +102,8 @@ def check_ordered(params: object, low: str, high: str) -> None:
 
 def check_fraction(params: object, *names: str) -> None:
     """Every named field must be a probability in [0, 1]."""
-    check_non_negative(params, *names)
     for name in names:
-        if getattr(params, name) > 1:
-            raise WorkloadError(f"{name} must be in [0, 1], got {getattr(params, name)!r}")
+        check_number(name, getattr(params, name), 0, high=1, **_ERRORS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from radix_evict.cache.args import is_integer
 from radix_evict.errors import RadixEvictError
 from radix_evict.sim.workloads.base import (
     Event,
@@ -72,10 +73,6 @@ class TraceParams(WorkloadParams):
         check_non_negative(self, "limit")
 
 
-def _is_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
 def _parse_line(path: str, n: int, line: str, block: int) -> tuple[float, int, int, list[int]]:
     """One validated record: (timestamp ms, input_length, output_length, hash_ids)."""
     try:
@@ -96,7 +93,7 @@ def _parse_line(path: str, n: int, line: str, block: int) -> tuple[float, int, i
         raise TraceError(path, n, f"timestamp must be >= 0, got {ts!r}")
     for key in ("input_length", "output_length"):
         v = rec[key]
-        if not _is_int(v):
+        if not is_integer(v):
             raise TraceError(path, n, f"{key} must be an integer, got {v!r}")
         if v < 0:
             raise TraceError(path, n, f"{key} must be >= 0, got {v}")
@@ -109,7 +106,7 @@ def _parse_line(path: str, n: int, line: str, block: int) -> tuple[float, int, i
     # Fast check in C (map, min); the loop finds which id is bad, and why.
     if not (set(map(type, hids)) <= {int} and (not hids or min(hids) >= 0)):
         for i, h in enumerate(hids):
-            if not _is_int(h):
+            if not is_integer(h):
                 raise TraceError(path, n, f"hash_ids[{i}] must be an integer, got {h!r}")
             if h < 0:
                 raise TraceError(path, n, f"hash_ids[{i}] must be >= 0, got {h}")

@@ -71,16 +71,18 @@ def recompute_cost_per_token(node: TreeNode, attention_span: int) -> float:
     return 1.0 + (start + (n - 1) / 2.0) / attention_span
 
 
-class GreedyDualPolicy(EvictionPolicy):
-    """Lowest ``last_access_time + credit * hits * cost_per_token`` goes first."""
+class GreedyDualPolicy(EvictionPolicy[GreedyDualConfig]):
+    """Lowest ``last_access_time + credit * hits * cost_per_token`` goes first.
+
+    ``EvictionPolicy[GreedyDualConfig]`` makes ``GreedyDualConfig`` the model the
+    registry validates against and the type of ``self.config``.
+    """
 
     name = "gdsf"
-    Config = GreedyDualConfig
 
     def __init__(self, config: GreedyDualConfig | None = None) -> None:
         super().__init__(config)
         cfg = self.config
-        assert isinstance(cfg, GreedyDualConfig)
         self._credit = cfg.credit
         self._span = cfg.attention_span
         self._frequency = cfg.frequency

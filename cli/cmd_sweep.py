@@ -1,0 +1,206 @@
+"""``radix-evict sweep``: a policy x config x pool size x workload x seed grid, locally or on Ray.
+
+Everything that can be checked is checked before the first replay (every
+cell's config by the registry's strict checks, the workloads, the output
+file); the grid's size is printed; then the cells run on local worker
+processes or as Ray tasks, each row written to ``--out`` as it finishes, so
+a rerun skips them and Ctrl-C loses nothing that finished. The engine is
+:mod:`radix_evict.sim.sweep`; this module reads options and reports.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from radix_evict.sim.parallel import usable_cores
+from radix_evict.sim.sweep import (
+    GridParts,
+    SweepGridError,
+    SweepOutcome,
+    SweepPlan,
+    SweepValueError,
+    local_executor,
+    make_grid,
+    plan_sweep,
+    ray_executor,
+    read_grid_file,
+    run_sweep,
+)
+from radix_evict.sim.sweep.store import ResultFileError
+from radix_evict.sim.sweep.summary import best_configs, curves, summary_dict, workload_label
+
+from . import output
+from .errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError, mark_json
+from .options import problems_code
+from .plotting import PLOT_SUFFIXES
+from .sweep_grid import parts_from_options
+from .sweep_report import best_table, curve_table, rows_table
+
+EXIT_CELLS_FAILED = 3  # the sweep ran, but some cells failed (their rows say why)
+
+
+def _plan(parts: GridParts, grid_file: Path | None, out: Path | None) -> SweepPlan:
+    """The checked grid; bad cells and bad axis values become CLI errors before anything runs."""
+    try:
+        if grid_file is not None:
+            parts = parts.over(read_grid_file(grid_file))
+        return plan_sweep(make_grid(parts), out)
+    except SweepGridError as exc:
+        problems = exc.problems
+        raise CliError(str(exc), problems_code(problems) if problems else 1,
+                       [p.to_dict() for p in problems]) from None
+    except (SweepValueError, ResultFileError) as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+
+
+def _where(ray: str | None, jobs: int | None, todo: int) -> str:
+    if ray is not None:
+        return f"Ray tasks ({ray})"
+    n = min(todo, jobs or usable_cores())
+    return f"{n} local worker process{'es' * (n != 1)}"
+
+
+def _report(plan: SweepPlan, outcome: SweepOutcome, wall: float, *, json_out: bool,
+            out: Path | None) -> None:
+    rows = outcome.rows
+    if json_out:
+        output.emit_json({
+            "cells": len(plan.cells), "ran": outcome.ran, "kept": len(plan.kept),
+            "failed": len(outcome.failed), "interrupted": outcome.interrupted,
+            "rows": rows, "summary": summary_dict(rows), "wall_s": wall,
+        })
+        return
+    con = output.stdout()
+    if out is None or len(rows) <= 60:
+        con.print(rows_table(rows, f"sweep: {len(rows)} of {len(plan.cells)} cells"))
+    best = best_configs(rows)
+    if best:
+        con.print(best_table(best))
+        cs = curves(rows)
+        for workload in dict.fromkeys(workload_label(r) for r in rows):
+            if any(c.workload == workload and len(c.points) > 1 for c in cs):
+                con.print(curve_table(cs, workload))
+
+
+GridFileOpt = Annotated[Path | None, typer.Option(
+    "--grid", help="Grid file (.yaml, .yml or .toml) with the axes below as keys; options "
+                   "given here replace the file's.")]
+PolicyOpt = Annotated[list[str] | None, typer.Option(
+    "--policy", "-p", help="Policy (repeatable or A,B): one of {choices}. Default: the "
+                           "policies named by -g, else the five public ones.")]
+VaryOpt = Annotated[list[str] | None, typer.Option(
+    "--vary", "-g", help="POLICY.KEY=V1,V2,... (repeatable): values to try for one config "
+                         "key; ranges 512..4096*2 (x2) or 1..9+2 (+2).")]
+PoolOpt = Annotated[list[str] | None, typer.Option(
+    "--pool-tokens", help="Pool sizes in tokens: N1,N2,... with K/M/G suffixes (1M = "
+                          "1,000,000) or a range 1M..16M*2. Default: each workload's own.")]
+PageOpt = Annotated[list[str] | None, typer.Option(
+    "--page-size", help="Page sizes in tokens: N1,N2,... (default 1).")]
+WorkloadOpt = Annotated[list[str] | None, typer.Option(
+    "--workload", "-w", help="Built-in workload (repeatable or A,B). Default: chat, unless "
+                             "--trace is given.")]
+TraceOpt = Annotated[list[Path] | None, typer.Option(
+    "--trace", help="Mooncake JSONL trace (repeatable); read once, shared by its cells.")]
+ParamOpt = Annotated[list[str] | None, typer.Option(
+    "--param", "-P", help="Workload parameter KEY=VALUE (every workload that has KEY), "
+                          "WORKLOAD.KEY=VALUE, or trace.KEY=VALUE (e.g. trace.limit=2000).")]
+SeedsOpt = Annotated[list[str] | None, typer.Option(
+    "--seeds", help="Workload seeds S1,S2,... (default 0); a trace is the same for every "
+                    "seed and runs once.")]
+OutOpt = Annotated[Path | None, typer.Option(
+    "--out", "-o", help="Result file (.jsonl, .csv, or .parquet with pyarrow), written as "
+                        "cells finish; a rerun skips the cells already in it.")]
+RayOpt = Annotated[str | None, typer.Option(
+    "--ray", help="Run each cell as a Ray task: 'auto' (this machine's cluster or "
+                  "RAY_ADDRESS), HOST:PORT, ray://HOST:PORT, or 'local' (a private Ray "
+                  "here). Needs radix-evict[ray].")]
+JobsOpt = Annotated[int | None, typer.Option(
+    "--jobs", "-j", min=1, help="Local worker processes (default: every usable core).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print rows and summary as JSON.")]
+PlotOpt = Annotated[Path | None, typer.Option(
+    "--plot", help="Write the hit-rate curves (PNG, SVG or PDF).")]
+DryOpt = Annotated[bool, typer.Option(
+    "--dry-run", help="Check the grid and list its cells; replay nothing.")]
+ProgressOpt = Annotated[bool, typer.Option(
+    "--progress/--no-progress", help="Progress bar on a terminal.")]
+
+
+def sweep(
+    ctx: typer.Context,
+    grid_file: GridFileOpt = None,
+    policy: PolicyOpt = None,
+    vary: VaryOpt = None,
+    pool_tokens: PoolOpt = None,
+    page_size: PageOpt = None,
+    workload: WorkloadOpt = None,
+    trace: TraceOpt = None,
+    param: ParamOpt = None,
+    seeds: SeedsOpt = None,
+    out: OutOpt = None,
+    ray: RayOpt = None,
+    jobs: JobsOpt = None,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+    dry_run: DryOpt = False,
+    progress: ProgressOpt = True,
+) -> None:
+    """Sweep a grid of policy x config x pool size x workload x seed; one row per cell.
+
+    Exit codes: 0 every cell ran, 1 invalid grid (nothing ran), 2 usage or
+    environment error, 3 some cells failed (their rows say why), 130 stopped
+    by Ctrl-C (finished cells are kept in --out; rerun to resume).
+    """
+    mark_json(ctx.obj, json_out)
+    if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
+        raise CliError(f"--plot {plot}: use a file name ending in {', '.join(PLOT_SUFFIXES)}",
+                       EXIT_USAGE)
+    parts = parts_from_options(
+        policies=policy or [], vary=vary or [], pool_tokens=pool_tokens or [],
+        page_sizes=page_size or [], workloads=workload or [], traces=trace or [],
+        params=param or [], seeds=seeds or [])
+    plan = _plan(parts, grid_file, out)
+    executor = ray_executor(ray) if ray is not None and plan.todo and not dry_run \
+        else local_executor(jobs)
+    kept = f"; {len(plan.kept)} already in {out}" if plan.kept else ""
+    output.note(f"sweep: {plan.size_text}{kept}; {len(plan.todo)} to run"
+                + (f" on {_where(ray, jobs, len(plan.todo))}" if plan.todo and not dry_run
+                   else ""))
+    if dry_run:
+        if json_out:
+            output.emit_json({"cells": [{"cell": c.key, "todo": c in plan.todo}
+                                        for c in plan.cells]})
+        else:
+            for i, c in enumerate(plan.cells, 1):
+                done = "" if c in plan.todo else "  (done)"
+                output.stdout().print(f"{i:>4}  {c.describe()}{done}", markup=False,
+                                      highlight=False)
+        return
+
+    def on_row(row: dict[str, Any]) -> None:
+        if row.get("status") != "ok":
+            output.note(f"cell failed: {row['policy']} {row.get('config') or ''} "
+                        f"pool {row.get('pool_tokens')} {row['workload']}: {row.get('error')}")
+
+    t0 = time.perf_counter()
+    with output.progress_bar("sweep", enabled=progress) as bar:
+        outcome = run_sweep(plan, executor, progress=bar, on_row=on_row)
+    wall = time.perf_counter() - t0
+    _report(plan, outcome, wall, json_out=json_out, out=out)
+    if plot is not None and outcome.rows:
+        from .sweep_plot import plot_curves
+
+        plot_curves(plot, curves(outcome.rows), f"sweep: {plan.size_text}")
+        output.note(f"wrote plot {plot}")
+    saved = f"; rows in {out}" if out is not None else ""
+    output.note(f"wall time {wall:.2f} s for {outcome.ran} cells{saved}")
+    if outcome.interrupted:
+        output.note(f"interrupted: {outcome.ran} of {len(plan.todo)} cells finished and were "
+                    "kept" + (f" in {out}; rerun the same command to resume" if out else ""))
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if outcome.failed:
+        output.note(f"{len(outcome.failed)} of {len(outcome.rows)} cells failed")
+        raise typer.Exit(EXIT_CELLS_FAILED)

@@ -1,0 +1,252 @@
+"""Read SGLang's eviction flags out of an argument list exactly as SGLang 0.5.23 does.
+
+SGLang's launchers (``prepare_server_args``) first merge ``--config FILE``
+(only the separate, spelled-out token ``--config``; the file's settings go
+first, so the command line wins), then parse with ``argparse`` (abbreviations
+allowed: a unique prefix such as ``--radix-eviction-policy-c`` works, a
+shorter one is ambiguous with the two flags; ``--flag=value`` and
+``--flag value``; the last occurrence wins). This module reproduces those
+rules for the two eviction flags and reports, with positions, what SGLang
+refuses (errors) and what it silently does differently from what the file
+seems to say (warnings).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+from .errors import EXIT_USAGE
+from .lint_model import ERROR, NOTE, WARNING, Arg, Invocation, LintProblem
+from .lint_text import Text
+
+POLICY_FLAG = "--radix-eviction-policy"
+CONFIG_FLAG = "--radix-eviction-policy-config"
+CONFIG_FILE_FLAG = "--config"
+# Shortest unique abbreviations among SGLang 0.5.23's 561 option strings
+# (tests/test_lint_sglang.py checks them against SGLang's real parser).
+CONFIG_FLAG_MIN_PREFIX = "--radix-eviction-policy-"
+CONFIG_FILE_MIN_PREFIX = "--conf"
+OTHER_RADIX_FLAGS = ("--radix-cache-backend",)
+NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+FLAGS = (POLICY_FLAG, CONFIG_FLAG)
+
+# What --config FILE may contain: its keys become "--KEY" arguments.
+ConfigLoader = Callable[[Text, Invocation], "list[Arg] | None"]
+
+
+@dataclass
+class Occurrence:
+    """One eviction flag on the command line: the flag argument and its value."""
+
+    flag: str
+    name: Arg
+    value: Arg
+    label: str  # how the file spells it (a mapping key, or the flag as written)
+
+
+@dataclass
+class Resolved:
+    """The policy and config SGLang ends up with (None: its default), and what was wrong."""
+
+    policy: Occurrence | None
+    config: Occurrence | None
+    problems: list[LintProblem]
+    # Earlier occurrences: argparse still checks each value (choices, JSON) as it reads it.
+    overridden: list[Occurrence] = field(default_factory=list)
+
+
+def problem_at(word: Text, index: int, type_: str, msg: str, *, loc: str, hint: str | None = None,
+               severity: str = ERROR, code: int = 1) -> LintProblem:
+    line, column = word.where(index)
+    return LintProblem(word.source.path, loc, type_, msg, hint, line, column, severity, code)
+
+
+def _kind(token: str) -> tuple[str, str | None, str | None]:
+    """How argparse reads ``token``: (``value`` | ``exact`` | ``abbrev`` | ``ambiguous`` |
+    ``misspelt`` | ``config-file`` | ``config-file-ignored`` | ``other``, flag, explicit value)."""
+    if not token or token[0] != "-" or token == "-":
+        return "value", None, None
+    name, eq, explicit = token.partition("=")
+    value = explicit if eq else None
+    if token in FLAGS or name in FLAGS:
+        return "exact", name, value
+    if token == CONFIG_FILE_FLAG:
+        return "config-file", CONFIG_FILE_FLAG, None
+    if name == CONFIG_FILE_FLAG or (len(name) >= len(CONFIG_FILE_MIN_PREFIX)
+                                    and CONFIG_FILE_FLAG.startswith(name)):
+        return "config-file-ignored", CONFIG_FILE_FLAG, value
+    if name.startswith("--"):
+        if len(name) >= len(CONFIG_FLAG_MIN_PREFIX) and CONFIG_FLAG.startswith(name):
+            return "abbrev", CONFIG_FLAG, value
+        if len(name) >= len("--radix") and POLICY_FLAG.startswith(name):
+            return "ambiguous", None, value
+    if NEGATIVE_NUMBER.match(token) or (" " in token and not name.startswith("--radix")):
+        return "value", None, None
+    if " " in token:
+        return "misspelt", None, value
+    if any(other.startswith(name) for other in OTHER_RADIX_FLAGS):
+        return "other", None, None
+    low = name.lower()
+    norm = low.lstrip("-").replace("_", "-")
+    if norm in ("radix-eviction-policy", "radix-eviction-policy-config"):
+        return "misspelt", None, value
+    if ("radix" in low or "evict" in low) and _near(name):
+        return "misspelt", None, value
+    return "other", None, None
+
+
+def _near(name: str) -> str | None:
+    near = difflib.get_close_matches(name.lower().replace("_", "-"), FLAGS, n=1, cutoff=0.75)
+    return near[0] if near else None
+
+
+def merge_config_file(inv: Invocation, load: ConfigLoader | None,
+                      problems: list[LintProblem]) -> list[Arg]:
+    """SGLang's ``--config FILE`` merge: the file's arguments, then the rest of the command."""
+    args = inv.args
+    at = [i for i, a in enumerate(args) if a.text == CONFIG_FILE_FLAG]
+    if not at or not inv.merges_config:
+        return args
+    loc = f"{inv.loc} {CONFIG_FILE_FLAG}".strip()
+    if len(at) > 1:
+        problems.append(problem_at(args[at[1]].word, 0, "config_file",
+                                   "SGLang refuses two --config files (\"Multiple config files "
+                                   "specified! Only one allowed.\")", loc=loc))
+        return args
+    i = at[0]
+    if i == len(args) - 1:
+        problems.append(problem_at(args[i].word, 0, "config_file",
+                                   "--config needs a file name (SGLang: \"No config file "
+                                   "specified after --config flag!\")", loc=loc))
+        return args
+    path = args[i + 1]
+    suffix = PurePath(path.text).suffix.lower()
+    if suffix not in (".yaml", ".yml"):
+        problems.append(problem_at(path.word, 0, "config_file",
+                                   "SGLang reads only YAML config files, got "
+                                   f"{suffix or 'no suffix'} (\"Config file must be YAML format\")",
+                                   loc=loc))
+        return args
+    merged = load(path.word, inv) if load is not None else None
+    return [*(merged or []), *args[:i], *args[i + 2:]]
+
+
+def resolve(inv: Invocation, load: ConfigLoader | None = None) -> Resolved:
+    """The eviction settings SGLang ends up with for this invocation."""
+    problems: list[LintProblem] = []
+    args = merge_config_file(inv, load, problems) if inv.style == "argv" else inv.args
+    found: dict[str, list[Occurrence]] = {POLICY_FLAG: [], CONFIG_FLAG: []}
+    prefix = f"{inv.loc} " if inv.loc and inv.style == "argv" else ""
+    i = 0
+    n = len(args)
+    after_dashes = False
+    while i < n:
+        arg = args[i]
+        token = arg.text
+        i += 1
+        if token == "--" and not after_dashes:
+            after_dashes = True
+            continue
+        kind, flag, explicit = _kind(token)
+        if after_dashes and kind in ("exact", "abbrev"):
+            problems.append(problem_at(arg.word, 0, "unknown_option",
+                                       f"after '--' argparse takes {token!r} as a positional "
+                                       "argument; SGLang refuses it (unrecognized arguments)",
+                                       loc=prefix + token))
+            continue
+        if kind in ("value", "other", "config-file"):
+            continue
+        name = token.partition("=")[0]
+        if kind == "config-file-ignored":
+            if inv.merges_config:
+                problems.append(problem_at(
+                    arg.word, 0, "config_ignored",
+                    f"SGLang 0.5.23 does not read this config file: it merges --config FILE only "
+                    f"when written as the two arguments '--config' and 'FILE' ({name!r} "
+                    f"{'with =' if explicit is not None else 'abbreviated'} is parsed and ignored)",
+                    loc=prefix + CONFIG_FILE_FLAG, severity=WARNING))
+            continue
+        if kind == "ambiguous":
+            problems.append(problem_at(
+                arg.word, 0, "ambiguous_option",
+                f"SGLang refuses {name!r}: ambiguous option, it could match "
+                f"{POLICY_FLAG}, {CONFIG_FLAG}" + (", --radix-cache-backend"
+                                                  if "--radix-cache-backend".startswith(name)
+                                                  else ""),
+                loc=prefix + name, hint=f"write {POLICY_FLAG} in full"))
+            continue
+        if kind == "misspelt":
+            label = arg.label if isinstance(arg, LabelledArg) else name
+            if " " in token and explicit is None:
+                flag_part = token.split(" ", 1)[0]
+                problems.append(problem_at(
+                    arg.word, 0, "unknown_option",
+                    f"one argument holds a flag and its value ({_cut(token)!r}); SGLang sees a "
+                    "single unrecognized argument and refuses to start",
+                    loc=prefix + flag_part,
+                    hint=f"split it into two list items, or write {flag_part}=VALUE"))
+                continue
+            near = _near(name)
+            hint = f"write {near}" if near else None
+            problems.append(problem_at(
+                arg.word, 0, "unknown_option",
+                f"SGLang 0.5.23 has no option {label!r} and refuses to start "
+                f"(unrecognized arguments)", loc=prefix + label, hint=hint))
+            continue
+        assert flag is not None
+        # exact or abbrev: the value is the text after '=' or the next argument
+        if explicit is not None:
+            cut = len(token) - len(explicit)
+            value = Arg(arg.word.slice(cut), arg.node)
+        elif i < n and _kind(args[i].text)[0] == "value":
+            value = args[i]
+            i += 1
+        else:
+            problems.append(problem_at(arg.word, 0, "missing_value",
+                                       f"SGLang refuses {name}: expected one argument",
+                                       loc=prefix + flag))
+            continue
+        label = arg.label if isinstance(arg, LabelledArg) else flag
+        if kind == "abbrev":
+            problems.append(problem_at(
+                arg.word, 0, "abbreviation",
+                f"{name} is an abbreviation SGLang's argparse expands to {flag}",
+                loc=prefix + flag, hint=f"write {flag} in full", severity=WARNING))
+        found[flag].append(Occurrence(flag, arg, value, prefix + label))
+    for flag, occurrences in found.items():
+        for early in occurrences[:-1]:
+            line, col = occurrences[-1].name.word.where(0)
+            last = occurrences[-1].name.word.source.path
+            problems.append(problem_at(
+                early.name.word, 0, "overridden",
+                f"{flag} is given again later ({last}:{line}:{col}); SGLang uses the last one",
+                loc=early.label, severity=WARNING))
+    policy = found[POLICY_FLAG][-1] if found[POLICY_FLAG] else None
+    config = found[CONFIG_FLAG][-1] if found[CONFIG_FLAG] else None
+    earlier = [o for occurrences in found.values() for o in occurrences[:-1]]
+    return Resolved(policy, config, problems, earlier)
+
+
+class LabelledArg(Arg):
+    """An argument made from a mapping key: ``label`` is the key as the file spells it."""
+
+    def __init__(self, word: Text, label: str, node: object = None) -> None:
+        super().__init__(word, node)  # type: ignore[arg-type]
+        self.label = label
+
+
+def _cut(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def not_found_note(word: Text, loc: str) -> LintProblem:
+    return problem_at(word, 0, "config_not_found",
+                      f"--config {word.text}: no such file here, so its settings are not "
+                      "checked (SGLang reads it where the server runs)", loc=loc, severity=NOTE)
+
+
+__all__ = ["CONFIG_FLAG", "EXIT_USAGE", "POLICY_FLAG", "Occurrence", "Resolved", "resolve"]

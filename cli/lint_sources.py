@@ -1,0 +1,396 @@
+"""Find SGLang's arguments in each shape of file deployments put them in.
+
+- YAML/JSON/TOML trees: argument lists (a Kubernetes container's
+  ``command`` + ``args``, a compose service's ``entrypoint`` + ``command``,
+  Helm-style ``extraArgs`` lists, any list holding the flags), command strings
+  and block scalars (``bash -c`` scripts included), and mappings whose keys
+  are SGLang's argument names (at the root of a YAML file: an SGLang
+  ``--config`` file, read by SGLang's rules; deeper: a settings mapping, keys
+  in any spelling);
+- shell scripts; Dockerfile ``CMD``/``ENTRYPOINT`` in exec and shell form.
+
+Each launch becomes an :class:`Invocation`: SGLang's arguments after the
+launcher (``python -m sglang.launch_server``, ``sglang serve``...), or the
+whole list when no launcher is named (``args:`` alone).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from .lint_argv import CONFIG_FLAG, POLICY_FLAG, LabelledArg, problem_at
+from .lint_json import parse_json
+from .lint_model import Arg, Invocation, LintProblem
+from .lint_nodes import LimitExceeded, Node, ParseFailure
+from .lint_shell import split_commands
+from .lint_text import Source, Text
+
+# Launchers that parse SGLang's server arguments; True: through prepare_server_args,
+# which merges --config FILE.
+MODULES = {
+    "sglang.launch_server": True,
+    "sglang_router.launch_server": False,
+    "sglang.bench_one_batch_server": False,
+    "sglang.bench_one_batch": False,
+    "sglang.bench_offline_throughput": False,
+    "sglang.benchmark.one_batch": False,
+    "sglang.benchmark.offline_throughput": False,
+    "sglang.compile_deep_gemm": False,
+}
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
+MENTION = re.compile(r"--(?:radix|conf)", re.IGNORECASE)
+SETTING_KEYS = {"radix-eviction-policy": POLICY_FLAG, "radix-eviction-policy-config": CONFIG_FLAG}
+
+
+def normalize_key(key: Any) -> str:
+    """``--radix_eviction_policy`` -> ``radix-eviction-policy``: a mapping may spell it any way."""
+    return str(key).lstrip("-").replace("_", "-").lower()
+
+
+def mentions(text: str) -> bool:
+    return MENTION.search(text) is not None
+
+
+def dotted(path: tuple[Any, ...]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _base(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
+
+
+def _shell_script_at(words: list[Arg]) -> int | None:
+    """Index of the script in ``sh -c SCRIPT`` (also ``bash -lc``, ``/bin/sh -ec``)."""
+    for i, w in enumerate(words[:-2] if len(words) > 2 else words[:-1]):
+        if _base(w.text) in SHELLS:
+            j = i + 1
+            while j < len(words) and words[j].text.startswith("-"):
+                flag = words[j].text
+                if not flag.startswith("--") and "c" in flag[1:]:
+                    return j + 1 if j + 1 < len(words) else None
+                j += 1
+            return None
+    return None
+
+
+def launcher(words: list[Arg]) -> tuple[int, str | None, bool]:
+    """Where SGLang's arguments start, which launcher, and whether it merges --config."""
+    for i, w in enumerate(words):
+        t = w.text
+        if t == "-m" and i + 1 < len(words) and words[i + 1].text in MODULES:
+            mod = words[i + 1].text
+            return i + 2, mod, MODULES[mod]
+        if t.startswith("-m") and t[2:] in MODULES:
+            return i + 1, t[2:], MODULES[t[2:]]
+        if _base(t) == "sglang" and i + 1 < len(words) and words[i + 1].text == "serve":
+            return i + 2, "sglang serve", True
+    return 0, None, True
+
+
+def from_words(words: list[Arg], loc: str, base_dir: str, depth: int = 0) -> Iterator[Invocation]:
+    """The invocations in one argument vector (a list, or a command's words)."""
+    if not words or depth > 8:
+        return
+    script = _shell_script_at(words)
+    if script is not None and script < len(words) and mentions(words[script].text):
+        yield from from_script(words[script].word, loc, base_dir, depth + 1)
+        return
+    start, name, merges = launcher(words)
+    args = words[start:]
+    if name is None and not any(mentions(a.text) for a in args):
+        return
+    yield Invocation(args, loc, "argv", name, merges, base_dir)
+
+
+def from_script(script: Text, loc: str, base_dir: str, depth: int = 0) -> Iterator[Invocation]:
+    """The invocations in shell text: each command that launches SGLang or names its flags."""
+    for words in split_commands(script):
+        if not any(mentions(w.text) for w in words):
+            continue
+        yield from from_words([Arg(w) for w in words], loc, base_dir, depth)
+
+
+# --------------------------------------------------------------------- trees
+
+
+def scalar_arg(node: Node) -> Arg:
+    return Arg(node.text())
+
+
+def _argv_of(node: Node, shell_split: bool) -> list[Arg] | None:
+    """A list of scalars as arguments; a string as its shell words (``shell_split``)."""
+    if node.kind == "seq":
+        if not all(n.kind == "scalar" for n in node.items):
+            return None
+        return [Arg(n.text()) if isinstance(n.value, str) else
+                Arg(Text.at(json.dumps(n.value), n.source, n.offset())) for n in node.items]
+    if node.kind == "scalar" and isinstance(node.value, str) and shell_split:
+        commands = split_commands(node.text())
+        return [Arg(w) for cmd in commands[:1] for w in cmd] if len(commands) == 1 else None
+    return None
+
+
+class TreeWalker:
+    """Walks one document tree; aliases are visited once, so shared subtrees cost nothing."""
+
+    def __init__(self, base_dir: str, config_file_root: bool) -> None:
+        self.base_dir = base_dir
+        self.config_file_root = config_file_root
+        self.problems: list[LintProblem] = []
+        self.invocations: list[Invocation] = []
+        self._seen: set[int] = set()
+
+    def walk(self, root: Node | None, prefix: tuple[Any, ...] = ()) -> None:
+        if root is None:
+            return
+        stack: list[tuple[Node, tuple[Any, ...]]] = [(root, prefix)]
+        while stack:
+            node, path = stack.pop()
+            if node.kind == "scalar":
+                if isinstance(node.value, str) and mentions(node.value):
+                    self.invocations.extend(from_script(node.text(), dotted(path), self.base_dir))
+                continue
+            if id(node) in self._seen:
+                continue
+            self._seen.add(id(node))
+            children: list[tuple[Node, tuple[Any, ...]]] = []
+            if node.kind == "seq":
+                argv = _argv_of(node, False)
+                if argv is not None and any(mentions(a.text) for a in argv):
+                    self.invocations.extend(from_words(argv, dotted(path), self.base_dir))
+                    continue
+                children = [(n, (*path, i)) for i, n in enumerate(node.items)]
+            else:
+                consumed = self._mapping(node, path, root_level=node is root and not prefix)
+                children = [(v, (*path, str(k.value))) for k, v in node.items
+                            if id(v) not in consumed]
+            stack.extend(reversed(children))
+
+    def _mapping(self, node: Node, path: tuple[Any, ...], root_level: bool) -> set[int]:
+        """Settings keys and container commands in one mapping; returns the value nodes used."""
+        consumed: set[int] = set()
+        settings = [(k, v) for k, v in node.items if k.kind == "scalar"
+                    and normalize_key(k.value) in SETTING_KEYS]
+        if settings:
+            consumed |= {id(v) for _, v in settings}
+            self._settings(node, settings, path, root_level and self.config_file_root)
+        keys = {str(k.value): v for k, v in node.items if k.kind == "scalar"}
+        if "args" in keys or "command" in keys or "entrypoint" in keys:
+            first, second = (("command", "args") if "args" in keys else ("entrypoint", "command"))
+            parts = [(name, keys[name]) for name in (first, second) if name in keys]
+            argvs = [(name, _argv_of(v, True)) for name, v in parts]
+            if all(a is not None for _, a in argvs) and any(
+                    mentions(a.text) for _, argv in argvs for a in argv or []):
+                words = [a for _, argv in argvs for a in argv or []]
+                where = dotted((*path, "+".join(name for name, _ in parts)))
+                self.invocations.extend(from_words(words, where, self.base_dir))
+                consumed |= {id(v) for _, v in parts}
+        return consumed
+
+    def _settings(self, node: Node, settings: list[tuple[Node, Node]], path: tuple[Any, ...],
+                  config_file: bool) -> None:
+        """A mapping with SGLang's setting keys: arguments as SGLang's --config merge makes them."""
+        by_flag: dict[str, list[Node]] = {}
+        for k, _ in settings:
+            by_flag.setdefault(SETTING_KEYS[normalize_key(k.value)], []).append(k)
+        for flag, keys in by_flag.items():
+            for k in keys[1:]:
+                first = keys[0]
+                line, col = first.source.where(first.offset())
+                same = "repeated" if k.value == first.value else f"spelled {first.value!r} and"
+                self.problems.append(problem_at(
+                    k.text(), 0, "duplicate_setting",
+                    f"{flag[2:]} is set twice in one mapping ({same} {k.value!r}; the first at "
+                    f"line {line}, column {col}): tools disagree on which one counts",
+                    loc=dotted((*path, str(k.value))), hint="keep one"))
+        args: list[Arg] = []
+        for k, v in _as_loaded(settings) if config_file else _last_per_flag(settings):
+            label = dotted((*path, str(k.value)))
+            key = str(k.value)
+            name = f"--{key}" if config_file else SETTING_KEYS[normalize_key(key)]
+            flag_word = Text(name, k.source, [(0, k.offset())])
+            values = self._values(v, flag_word, label, config_file)
+            if values is None:
+                continue
+            if not values:  # an empty list: SGLang's merge adds nothing
+                continue
+            args.append(LabelledArg(flag_word, label))
+            args.extend(values)
+        if args or config_file:
+            style = "config-file" if config_file else "mapping"
+            self.invocations.append(Invocation(args, dotted(path), style, None, False,
+                                               self.base_dir))
+
+    def _values(self, v: Node, flag: Text, label: str, config_file: bool) -> list[Arg] | None:
+        """The value arguments SGLang's --config merge writes for this value (None: refused)."""
+        is_policy = flag.text == POLICY_FLAG or normalize_key(flag.text) == "radix-eviction-policy"
+        if v.kind == "map":
+            from .lint_nodes import to_python
+
+            try:
+                text = json.dumps(to_python(v))
+            except LimitExceeded as exc:  # place it at the value that expands, not deep inside
+                raise LimitExceeded(exc.kind, exc.msg, v.offset()) from None
+            except (TypeError, ValueError) as exc:
+                self.problems.append(problem_at(
+                    Text.at("", v.source, v.offset()), 0, "config_type",
+                    f"SGLang cannot pass this mapping on as JSON ({exc})", loc=label))
+                return None
+            if is_policy and not config_file:
+                self.problems.append(self._type_problem(v, label, True))
+                return None
+            return [Arg(Text.at(text, v.source, v.offset()), node=v)]
+        if v.kind == "seq":
+            if not config_file:
+                self.problems.append(self._type_problem(v, label, is_policy))
+                return None
+            if len(v.items) > 1:
+                self.problems.append(problem_at(
+                    Text.at("", v.source, v.offset()), 0, "config_type",
+                    f"SGLang's --config merge writes this list as {len(v.items)} separate "
+                    "arguments; it takes one value, so SGLang refuses the rest (unrecognized "
+                    "arguments)", loc=label, hint="write a single value"))
+                return None
+            return [Arg(Text.at(str(to_python_scalar(n)), n.source, n.offset()))
+                    if n.kind != "scalar" or not isinstance(n.value, str) else Arg(n.text())
+                    for n in v.items]
+        value = v.value
+        if is_policy and not isinstance(value, str):
+            self.problems.append(self._type_problem(v, label, True))
+            return None
+        if config_file:
+            if isinstance(value, bool):
+                return [Arg(Text.at(str(value).lower(), v.source, v.offset()))]
+            return [Arg(v.text()) if isinstance(value, str)
+                    else Arg(Text.at(str(value), v.source, v.offset()))]
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            self.problems.append(self._type_problem(v, label, is_policy))
+            return None
+        return [Arg(v.text())]
+
+    @staticmethod
+    def _type_problem(v: Node, label: str, is_policy: bool) -> LintProblem:
+        from radix_evict import registry
+
+        from .lint_nodes import short, to_python
+
+        try:
+            shown = short(to_python(v))
+        except LimitExceeded:
+            shown = "(a large aliased value)"
+        word = Text.at("", v.source, v.offset())
+        if is_policy:
+            return problem_at(word, 0, "policy_type",
+                              f"must be a policy name (a string), got {shown}", loc=label,
+                              hint="choices: " + ", ".join(registry.choices()))
+        return problem_at(word, 0, "config_type",
+                          f"must be a JSON object string or a mapping, got {shown}", loc=label)
+
+
+def to_python_scalar(node: Node) -> Any:
+    from .lint_nodes import to_python
+
+    return to_python(node)
+
+
+def _as_loaded(settings: list[tuple[Node, Node]]) -> list[tuple[Node, Node]]:
+    """What ``yaml.safe_load`` keeps of repeated keys: the first key's place, the last value."""
+    out: dict[Any, tuple[Node, Node]] = {}
+    for k, v in settings:
+        out[k.value] = (out[k.value][0], v) if k.value in out else (k, v)
+    return list(out.values())
+
+
+def _last_per_flag(settings: list[tuple[Node, Node]]) -> list[tuple[Node, Node]]:
+    out: dict[str, tuple[Node, Node]] = {}
+    for k, v in settings:
+        out[SETTING_KEYS[normalize_key(k.value)]] = (k, v)
+    return list(out.values())
+
+
+# --------------------------------------------------------------------- Dockerfile
+
+INSTRUCTION = re.compile(r"^[ \t]*([A-Za-z]+)[ \t]+", re.MULTILINE)
+
+
+def dockerfile_invocations(source: Source, base_dir: str) -> Iterator[Invocation]:
+    """CMD and ENTRYPOINT of each stage (exec form: a JSON list; shell form: ``sh -c``)."""
+    text = source.text
+    lines = _logical_lines(text)
+    stages: list[dict[str, tuple[list[Arg], bool, int]]] = [{}]
+    for start, end in lines:
+        m = INSTRUCTION.match(text, start, end)
+        if not m:
+            continue
+        op = m.group(1).upper()
+        if op == "FROM":
+            stages.append({})
+            continue
+        if op not in ("CMD", "ENTRYPOINT"):
+            continue
+        body = Text.at(text, source, 0).slice(m.end(), end)
+        words, exec_form = _docker_command(body)
+        stages[-1][op] = (words, exec_form, start)
+    for stage in stages:
+        entry = stage.get("ENTRYPOINT")
+        cmd = stage.get("CMD")
+        parts = []
+        if entry is not None:
+            parts.append(entry)
+            if entry[1] and cmd is not None:
+                parts.append(cmd)
+        elif cmd is not None:
+            parts.append(cmd)
+        words = [w for p in parts for w in p[0]]
+        if not words:
+            continue
+        line = source.where(parts[0][2])[0]
+        names = "+".join(op for op in ("ENTRYPOINT", "CMD") if stage.get(op) in parts)
+        yield from from_words(words, f"{names} (line {line})", base_dir)
+
+
+def _logical_lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each instruction, joining backslash continuations, skipping comments."""
+    out = []
+    i = 0
+    n = len(text)
+    while i < n:
+        start = i
+        while True:
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            line = text[i:end].rstrip("\r")
+            if line.rstrip().endswith("\\") and end < n:
+                i = end + 1
+                continue
+            i = end + 1
+            break
+        if not text[start:end].lstrip().startswith("#"):
+            out.append((start, end))
+    return out
+
+
+def _docker_command(body: Text) -> tuple[list[Arg], bool]:
+    """Exec form (a JSON array of strings) or shell form (run by ``/bin/sh -c``)."""
+    stripped = body.text.strip()
+    if stripped.startswith("["):
+        lead = len(body.text) - len(body.text.lstrip())
+        inner = body.slice(lead)
+        try:
+            node = parse_json(inner.text.rstrip(), body.source, parent=inner)
+        except (ParseFailure, LimitExceeded):
+            node = None
+        if node is not None and node.kind == "seq" and all(
+                n.kind == "scalar" and isinstance(n.value, str) for n in node.items):
+            return [Arg(n.text()) for n in node.items], True
+    sh = Text("/bin/sh", body.source, [(0, body.offset(0))])
+    dash_c = Text("-c", body.source, [(0, body.offset(0))])
+    return [Arg(sh), Arg(dash_c), Arg(body)], False

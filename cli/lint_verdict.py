@@ -1,0 +1,394 @@
+"""SGLang 0.5.23's verdict on an eviction policy and its config, and radix-evict's on top.
+
+Errors are what SGLang itself refuses, in the order it checks:
+
+1. its argument parser: the policy must be one of ``--radix-eviction-policy``'s
+   choices (``lru lfu slru priority tlru``; its ``fifo mru filo`` strategies
+   are not among them), and the config must be text ``json.loads`` accepts;
+2. its server-argument check (``arg_groups/kv_cache_hook.py``): for tlru,
+   ``threshold`` and ``next_prompt_estimate`` (default 0) must compare as
+   numbers, be >= 0, and ``threshold > next_prompt_estimate``;
+3. ``get_eviction_strategy``: a falsy config (``{}``, ``0``, ``[]``, ``null``...)
+   means none; anything else is passed as ``**config``, so it must be an
+   object whose keys the strategy takes (slru: ``protected_threshold``; tlru:
+   ``threshold``, ``next_prompt_estimate``; the others none);
+4. the tree core: SGLang's default (Rust) core takes slru's
+   ``protected_threshold`` as a C long, refusing a float or a string at
+   startup (its Python core would fail on a string at the first eviction).
+
+A policy only radix-evict packages provide is valid where radix-evict's
+SGLang plugin loads it; SGLang then builds it with radix-evict's own strict
+validation, whose problems are errors. For SGLang's own policies,
+radix-evict's stricter rules (``RadixCache``, ``radix-evict validate``) give
+warnings: SGLang runs the config, radix-evict would refuse or knows it
+does nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from radix_evict import registry
+from radix_evict.errors import ConfigProblem, valid_keys_text
+
+from .errors import EXIT_INVALID, EXIT_USAGE
+from .lint_argv import CONFIG_FLAG, POLICY_FLAG, Occurrence, problem_at
+from .lint_json import parse_json
+from .lint_model import ERROR, NOTE, WARNING, LintProblem
+from .lint_nodes import MAX_VALUE_NODES, LimitExceeded, Node, ParseFailure, short
+from .lint_shell import is_opaque
+from .lint_text import Text
+
+SGLANG_VERSION = "0.5.23"
+SGLANG_CHOICES = ("lru", "lfu", "slru", "priority", "tlru")
+SGLANG_STRATEGIES = ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru", "tlru")
+SGLANG_KEYS: dict[str, tuple[str, ...]] = {
+    "slru": ("protected_threshold",), "tlru": ("threshold", "next_prompt_estimate")}
+DEFAULT_POLICY = "lru"
+C_LONG = (-(2 ** 63), 2 ** 63 - 1)
+NAME_PROBLEMS = ("unknown_policy", "hidden_policy", "plugin_failed", "name_conflict")
+
+
+def plugin_choices() -> list[str]:
+    """Names radix-evict's SGLang plugin adds to SGLang's choices: radix-evict's, minus SGLang's."""
+    return [n for n in registry.choices() if n not in SGLANG_CHOICES]
+
+
+class Verdict:
+    """Collects the problems of one resolved setting, placed at the words they are about."""
+
+    def __init__(self, policy: Occurrence | None, config: Occurrence | None) -> None:
+        self.policy = policy
+        self.config = config
+        self.problems: list[LintProblem] = []
+        self.root: Node | None = None  # the config's JSON object, with positions
+
+    # -------------------------------------------------------------- placing problems
+    def _anchor(self) -> tuple[Text, str]:
+        occ = self.policy or self.config
+        assert occ is not None
+        return occ.value.word, occ.label
+
+    def at_policy(self, type_: str, msg: str, hint: str | None = None,
+                  severity: str = ERROR, code: int = EXIT_INVALID) -> None:
+        if self.policy is not None:
+            word, label = self.policy.value.word, self.policy.label
+        else:
+            word, label = self._anchor()
+            msg += f" (no {POLICY_FLAG} is set, so SGLang uses {DEFAULT_POLICY})"
+        self.problems.append(problem_at(word, 0, type_, msg, loc=label, hint=hint,
+                                        severity=severity, code=code))
+
+    def at_config(self, path: tuple[Any, ...], type_: str, msg: str, hint: str | None = None,
+                  severity: str = ERROR, key: bool = False) -> None:
+        """A problem about the config, or about its key (``key``) or value at ``path``."""
+        assert self.config is not None
+        label = self.config.label + "".join(f".{p}" for p in path)
+        if self.policy is None:
+            why = f"no {POLICY_FLAG} is set, so SGLang uses {DEFAULT_POLICY}"
+            hint = f"{hint}; {why}" if hint else why
+        node = _find(self.root, path, key)
+        if node is not None:
+            line, column = node.source.where(node.offset())
+            self.problems.append(LintProblem(node.source.path, label, type_, msg, hint, line,
+                                             column, severity))
+            return
+        self.problems.append(problem_at(self.config.value.word, 0, type_, msg, loc=label,
+                                        hint=hint, severity=severity))
+
+    def at_setting(self, path: tuple[Any, ...], type_: str, msg: str, hint: str | None = None,
+                   severity: str = ERROR, key: bool = False) -> None:
+        """At the config key if there is a config, else at the policy (tlru without one)."""
+        if self.config is not None:
+            self.at_config(path, type_, msg, hint, severity, key)
+        else:
+            self.at_policy(type_, msg + f" ({CONFIG_FLAG} is not set)", hint, severity)
+
+    # -------------------------------------------------------------- the checks
+    def run(self) -> list[LintProblem]:
+        name = self.policy.value.text if self.policy is not None else DEFAULT_POLICY
+        for occ in (self.policy, self.config):
+            if occ is not None and occ.value.node is None and is_opaque(occ.value.text):
+                self.problems.append(problem_at(
+                    occ.value.word, 0, "not_checked",
+                    f"{occ.flag} {short(occ.value.text)} is filled in at deploy time "
+                    "(an environment variable or command substitution); not checked",
+                    loc=occ.label, severity=NOTE))
+                return self.problems
+        native = name in SGLANG_CHOICES
+        plugin = not native and self._plugin_policy(name)
+        obj, parsed = self._parse_config()
+        if not (native or plugin) or not parsed:
+            return self.problems
+        if plugin:
+            self._radix_evict(name, obj, ERROR)
+            return self.problems
+        if name == "tlru" and not self._tlru_startup(obj):
+            return self.problems
+        if not self._strategy(name, obj):
+            return self.problems
+        if self._rust_core(name, obj):
+            self._radix_evict(name, obj, WARNING)
+        return self.problems
+
+    def _plugin_policy(self, name: str) -> bool:
+        """Whether radix-evict's SGLang plugin makes ``name`` valid; reports it either way."""
+        extra = plugin_choices()
+        if name in extra:
+            spec = registry.get(name)
+            self.at_policy(
+                "plugin_policy",
+                f"{name!r} is not one of SGLang {SGLANG_VERSION}'s policies: it comes from "
+                f"{spec.source}, and SGLang accepts it only where radix-evict's SGLang plugin "
+                "loads it (radix-evict and that package installed in the server's environment, "
+                "the plugin allowed by SGLANG_PLUGINS and RADIX_EVICT_PLUGINS)",
+                severity=NOTE)
+            return True
+        problems = registry.validate(name, None, extended=False)
+        failed = [p for p in problems if p.type in ("plugin_failed", "name_conflict")]
+        if failed:
+            self.at_policy(failed[0].type, failed[0].msg, code=EXIT_USAGE)
+            return False
+        offered = ", ".join(SGLANG_CHOICES)
+        if extra:
+            offered += f"; radix-evict's SGLang plugin adds {', '.join(extra)}"
+        near = registry_near(name, [*SGLANG_CHOICES, *extra])
+        if name in SGLANG_STRATEGIES:
+            self.at_policy(
+                "hidden_policy",
+                f"SGLang {SGLANG_VERSION} has a {name!r} strategy but not on "
+                f"{POLICY_FLAG}'s choices, so its argument parser refuses it (choices: {offered})")
+        else:
+            self.at_policy(
+                "unknown_policy",
+                f"SGLang refuses {name!r}: invalid choice for {POLICY_FLAG} (choices: {offered})",
+                hint=near)
+        return False
+
+    def _parse_config(self) -> tuple[Any, bool]:
+        """The config as SGLang's ``json.loads`` reads it; (value, whether it parsed)."""
+        if self.config is None:
+            return None, True
+        arg = self.config.value
+        text = arg.text
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            self.problems.append(problem_at(
+                arg.word, min(exc.pos, max(len(text) - 1, 0)), "json_invalid",
+                f"SGLang refuses it: not valid JSON ({exc.msg} at column {exc.colno})",
+                loc=self.config.label,
+                hint=f"write a JSON object, e.g. {CONFIG_FLAG} '{{\"key\": 1}}'"))
+            return None, False
+        except RecursionError:
+            self.problems.append(problem_at(arg.word, 0, "too_deep",
+                                            "the JSON is nested too deeply", loc=self.config.label))
+            return None, False
+        if arg.node is not None:
+            self.root = arg.node
+        else:
+            try:
+                self.root = parse_json(text, arg.word.source, parent=arg.word)
+            except (ParseFailure, LimitExceeded):
+                self.root = None
+        if self.root is not None and self._duplicate_keys(self.root):
+            return obj, False
+        return obj, True
+
+    def _duplicate_keys(self, root: Node) -> bool:
+        """A key given twice in one object: json.loads keeps the last silently; we refuse."""
+        found = False
+        stack, budget = [root], MAX_VALUE_NODES
+        while stack and budget > 0:
+            node = stack.pop()
+            budget -= 1
+            if node.kind == "map":
+                for first, again in node.duplicates():
+                    found = True
+                    line, col = first.source.where(first.offset())
+                    line2, col2 = again.source.where(again.offset())
+                    assert self.config is not None
+                    self.problems.append(LintProblem(
+                        again.source.path, f"{self.config.label}.{again.value}", "duplicate_key",
+                        f"key {again.value!r} is given twice (first at line {line}, column "
+                        f"{col}): SGLang silently keeps the last one; radix-evict refuses it",
+                        "keep one", line2, col2))
+                stack.extend(v for _, v in node.items)
+            elif node.kind == "seq":
+                stack.extend(node.items)
+        return found
+
+    def _tlru_startup(self, obj: Any) -> bool:
+        """SGLang's server-argument check for tlru (kv_cache_hook.py)."""
+        cfg = obj or {}
+        if not isinstance(cfg, dict):
+            self.at_config((), "config_type",
+                           f"SGLang's tlru check reads keys from the config and fails on a JSON "
+                           f"{_json_type(cfg)} ('{type(cfg).__name__}' object has no attribute "
+                           "'get')", hint="write a JSON object")
+            return False
+        values = {k: cfg.get(k, 0) for k in ("threshold", "next_prompt_estimate")}
+        for key, value in values.items():
+            if not isinstance(value, (int, float)):
+                self.at_setting((key,), "number_type",
+                                f"must be a number, got {_json_type(value)} {short(value)}: "
+                                "SGLang's tlru check compares it with 0 and fails at startup")
+                return False
+        for key, value in values.items():
+            if value < 0:
+                self.at_setting((key,), "greater_than_equal",
+                                f"must be >= 0, got {short(value)}: SGLang's tlru check refuses it")
+                return False
+        threshold, estimate = values["threshold"], values["next_prompt_estimate"]
+        if threshold <= estimate:
+            where = ("threshold",) if "threshold" in cfg else ()
+            self.at_setting(
+                where, "value_error",
+                f"threshold must be greater than next_prompt_estimate, got {short(threshold)} "
+                f"<= {short(estimate)}: SGLang refuses tlru so (no tokens would ever be "
+                "TEL-safe, so T-LRU would be plain LRU)")
+            return False
+        return True
+
+    def _strategy(self, name: str, obj: Any) -> bool:
+        """``get_eviction_strategy``: ``factory(**config) if config else factory()``."""
+        if not obj:
+            if obj is not None and obj != {}:
+                self.at_config((), "config_ignored",
+                               f"SGLang takes the falsy JSON {_json_type(obj)} {short(obj)} as "
+                               "no config at all", hint="leave the flag out, or write {}",
+                               severity=WARNING)
+            return True
+        if not isinstance(obj, dict):
+            self.at_config((), "config_type",
+                           f"SGLang passes the config to the strategy as keyword arguments and "
+                           f"fails at startup on a JSON {_json_type(obj)} (argument after ** must "
+                           "be a mapping)", hint="write a JSON object")
+            return False
+        allowed = SGLANG_KEYS.get(name, ())
+        ok = True
+        for key in obj:
+            if key in allowed:
+                continue
+            ok = False
+            near = registry_near(key, list(allowed))
+            keys = valid_keys_text(name, allowed)
+            self.at_config((key,), "extra_forbidden",
+                           f"unknown key {key!r}: SGLang fails at startup building the {name} "
+                           f"strategy (unexpected keyword argument)",
+                           hint=f"{near}; {keys}" if near else keys, key=True)
+        return ok
+
+    def _rust_core(self, name: str, obj: Any) -> bool:
+        """SGLang's default (Rust) tree core takes slru's protected_threshold as a C long."""
+        if name != "slru" or not isinstance(obj, dict) or "protected_threshold" not in obj:
+            return True
+        value = obj["protected_threshold"]
+        if isinstance(value, int):
+            if C_LONG[0] <= value <= C_LONG[1]:
+                return True
+            self.at_config(("protected_threshold",), "int_range",
+                           f"{value} does not fit SGLang's default (Rust) tree core, which "
+                           "refuses it at startup (Python int too large to convert to C long)")
+            return False
+        if isinstance(value, float):
+            msg = (f"must be an integer, got the number {short(value)}: SGLang's default (Rust) "
+                   "tree core refuses a float at startup (its Python core would run it)")
+        else:
+            msg = (f"must be an integer, got {_json_type(value)} {short(value)}: SGLang's default "
+                   "(Rust) tree core refuses it at startup, and its Python core fails at the "
+                   "first eviction comparing it with a hit count")
+        self.at_config(("protected_threshold",), "int_type", msg)
+        return False
+
+    def _radix_evict(self, name: str, obj: Any, severity: str) -> None:
+        """radix-evict's strict validation: SGLang's verdict for plugin policies, else advice."""
+        config = obj if obj or obj is None else None
+        for p in registry.validate(name, config, extended=True):
+            if p.type in NAME_PROBLEMS:
+                continue
+            msg = p.msg if severity == ERROR else (
+                f"{p.msg} (SGLang runs it; radix-evict's RadixCache and validate refuse it)")
+            hint = _hint(name, p)
+            path = tuple(p.loc) or ((p.key,) if p.key else ())
+            self.at_setting(path, p.type, msg, hint, severity, key=p.type == "extra_forbidden")
+        if severity == WARNING and name == "slru" and isinstance(obj, dict):
+            value = obj.get("protected_threshold", 2)
+            if isinstance(value, int) and value <= 0:
+                self.at_config(("protected_threshold",), "plain_lru",
+                               f"protected_threshold {value}: every node counts as protected "
+                               "(a hit count is never below it), so slru is plain LRU",
+                               hint="use lru, or a threshold >= 1", severity=WARNING)
+
+
+def _hint(name: str, p: ConfigProblem) -> str | None:
+    if p.type == "extra_forbidden":
+        keys = valid_keys_text(name, p.valid_keys)
+        return f"{p.hint}; {keys}" if p.hint else keys
+    return p.hint
+
+
+def _find(root: Node | None, path: tuple[Any, ...], key: bool) -> Node | None:
+    """The node at ``path`` in the config (its key node if ``key``), or the nearest above."""
+    node = root
+    if node is None:
+        return None
+    for i, part in enumerate(path):
+        if node.kind != "map":
+            return node
+        pair = None
+        for k, v in node.items:
+            if str(k.value) == str(part):
+                pair = (k, v)
+        if pair is None:
+            return node
+        last = i == len(path) - 1
+        node = pair[0] if (key and last) else pair[1]
+    return node
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def registry_near(name: str, offered: list[str]) -> str | None:
+    from radix_evict.policies.config import did_you_mean
+
+    return did_you_mean(name, offered)
+
+
+def check(policy: Occurrence | None, config: Occurrence | None,
+          overridden: Sequence[Occurrence] = ()) -> list[LintProblem]:
+    """Every problem SGLang (errors) and radix-evict (warnings) find with this setting.
+
+    ``overridden``: earlier occurrences of the flags. SGLang uses the last one, but its
+    argument parser checks every value as it reads it (a choice, JSON), so an invalid
+    overridden value still stops it.
+    """
+    problems: list[LintProblem] = []
+    for occ in overridden:
+        early = Verdict(occ if occ.flag == POLICY_FLAG else None,
+                        occ if occ.flag == CONFIG_FLAG else None)
+        if occ.flag == POLICY_FLAG:
+            if not _opaque(occ) and occ.value.text not in SGLANG_CHOICES:
+                early._plugin_policy(occ.value.text)
+        elif not _opaque(occ):
+            early._parse_config()
+        problems.extend(p for p in early.problems if p.severity == ERROR)
+    if policy is None and config is None:
+        return problems
+    return problems + Verdict(policy, config).run()
+
+
+def _opaque(occ: Occurrence) -> bool:
+    return occ.value.node is None and is_opaque(occ.value.text)

@@ -1,0 +1,116 @@
+"""Argument checks, written once: a wrong type is a TypeError, a value out of range a ValueError.
+
+The cache, the pool, the replay and the workloads all take counts and
+numbers from callers; they check them here so that one input gets one
+exception type and one message wherever it goes. Each check tests the
+common case first and returns: these run on every request's path (the
+module is compiled with the rest of the hot path).
+
+A caller with its own error class (a workload's, naming its parameter)
+passes it as ``type_error``/``value_error``; the rule stays the same.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+
+def is_integer(value: object) -> bool:
+    """An int or numpy integer, not a bool (``True`` is not a count)."""
+    return type(value) is int or (
+        isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    )
+
+
+def is_real(value: object) -> bool:
+    """An int, float or numpy real scalar, not a bool."""
+    return type(value) is float or is_integer(value) or isinstance(value, (float, np.floating))
+
+
+def check_int(
+    name: str,
+    value: Any,
+    low: int | None = None,
+    *,
+    type_error: type[Exception] = TypeError,
+    value_error: type[Exception] = ValueError,
+) -> int:
+    """``value`` as an int (``>= low`` if given); floats and bools are errors, never rounded."""
+    if type(value) is int and (low is None or value >= low):  # the common case, first
+        return value
+    if not is_integer(value):
+        raise type_error(f"{name} must be an integer, got {value!r}")
+    if low is not None and value < low:
+        raise value_error(f"{name} must be >= {low}, got {value!r}")
+    return int(value)
+
+
+def check_number(
+    name: str,
+    value: Any,
+    low: float | None = None,
+    *,
+    above: bool = False,
+    high: float | None = None,
+    type_error: type[Exception] = TypeError,
+    value_error: type[Exception] = ValueError,
+) -> float:
+    """A finite real number, ``>= low`` (``> low`` with ``above``) and ``<= high`` if given."""
+    if not is_real(value):
+        raise type_error(f"{name} must be a number, got {value!r}")
+    x = float(value)
+    if not math.isfinite(x):
+        raise value_error(f"{name} must be a finite number, got {value!r}")
+    if low is not None and (x <= low if above else x < low):
+        raise value_error(f"{name} must be {'>' if above else '>='} {low:g}, got {value!r}")
+    if high is not None and x > high:
+        raise value_error(f"{name} must be <= {high:g}, got {value!r}")
+    return x
+
+
+class SlotDevice:
+    """The device KV slots live on, and the one check of a slot tensor against it.
+
+    ``on_cpu`` is derived here once; the pool and the cache's slot storage
+    share one instance (a cpu pool drives its state through numpy views).
+    """
+
+    def __init__(self, device: Any) -> None:
+        self.device = torch.device(device)
+        self.on_cpu = self.device.type == "cpu"
+
+    def check(self, what: str, slots: Any, length: int = -1) -> None:
+        """Raise unless ``slots`` is a 1-D integer tensor here (of ``length`` items if >= 0).
+
+        ``what`` names the argument in the error, e.g. ``"indices"`` or
+        ``"KVPool.free: slots"``.
+        """
+        if (  # the usual case in one test; is_cpu is an attribute read, a device compare is not
+            type(slots) is torch.Tensor
+            and slots.dtype is torch.int64
+            and slots.dim() == 1
+            and (length < 0 or slots.shape[0] == length)
+            and (slots.is_cpu if self.on_cpu else slots.device == self.device)
+        ):
+            return
+        if not isinstance(slots, torch.Tensor):
+            kind = type(slots).__name__
+            raise TypeError(f"{what} must be a torch tensor of KV slots, got {kind}")
+        if slots.dtype == torch.bool or slots.dtype.is_floating_point or slots.is_complex():
+            raise TypeError(f"{what} must be integer KV slots, got dtype {slots.dtype}")
+        if slots.dim() != 1:
+            raise ValueError(f"{what} must be 1-D, got shape {tuple(slots.shape)}")
+        if slots.device != self.device:
+            raise ValueError(f"{what} are on {slots.device} but the pool is on {self.device}")
+        if length >= 0 and slots.shape[0] != length:
+            raise ValueError(
+                f"tokens and {what} differ in length ({length} != {slots.shape[0]}): "
+                "one KV slot per token"
+            )
+
+    def __repr__(self) -> str:
+        return f"SlotDevice({str(self.device)!r})"

@@ -1,0 +1,115 @@
+"""The Ray executor: each cell a Ray task on an existing cluster, rows streamed back.
+
+Each workload goes into the object store once (``ray.put``) and every task
+of it takes the reference, so a trace crosses the network once per node,
+not once per cell. Tasks ask for one CPU each and are not retried: a cell
+that fails, or whose worker dies, comes back as an error row. Ray is
+imported only here, and only when a sweep asks for it (``radix-evict[ray]``).
+The cluster's workers need radix-evict (and any policy plugin the grid uses)
+installed in their Python environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from radix_evict.errors import RadixEvictError
+from radix_evict.sim.parallel import ProgressFn
+from radix_evict.sim.sweep.grid import Cell
+from radix_evict.sim.sweep.rows import error_row, error_text, run_cell
+from radix_evict.sim.sweep.sources import WorkloadKey
+from radix_evict.sim.workloads import Workload
+
+INSTALL_HINT = "install the Ray extra: pip install 'radix-evict[ray]'"
+LOCAL = "local"  # --ray local: start a private single-machine Ray instead of joining one
+WAIT_S = 0.5
+
+
+class RayUnavailableError(RadixEvictError, ImportError):
+    """Ray is not installed, or the cluster cannot be reached."""
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise RayUnavailableError(f"--ray needs Ray ({exc}); {INSTALL_HINT}") from None
+    return ray
+
+
+def cell_task(cell: Cell, workload: Workload) -> dict[str, Any]:
+    """What a Ray worker runs: the same replay and row as a local worker."""
+    import torch
+
+    torch.set_num_threads(1)  # one CPU per task, as the task asked for
+    return run_cell(cell, workload)
+
+
+@contextlib.contextmanager
+def connected(ray: Any, address: str | None) -> Iterator[None]:
+    """Use the Ray this process already joined, or join ``address`` (and leave it after)."""
+    if ray.is_initialized():
+        yield
+        return
+    kwargs: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False}
+    if address not in (None, LOCAL):
+        kwargs["address"] = address
+    try:
+        ray.init(**kwargs)
+    except Exception as exc:  # ConnectionError, a wrong address, a version mismatch
+        raise RayUnavailableError(f"cannot connect to Ray at {address!r}: {error_text(exc)}"
+                                  ) from None
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def run_ray(
+    cells: Sequence[Cell],
+    workloads: Mapping[WorkloadKey, Workload],
+    *,
+    address: str | None = "auto",
+    progress: ProgressFn | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Rows of ``cells`` as their tasks finish on the cluster at ``address``.
+
+    ``address``: ``auto`` (the cluster this machine belongs to, or RAY_ADDRESS),
+    ``HOST:PORT`` or ``ray://HOST:PORT``, or ``local`` for a private Ray on
+    this machine; if this process already called ``ray.init``, that Ray is
+    used. Stopping the iteration (or Ctrl-C) cancels the tasks still queued
+    or running. ``progress`` counts requests of the finished cells.
+    """
+    ray = import_ray()
+    with connected(ray, address):
+        task = ray.remote(num_cpus=1, max_retries=0)(cell_task)
+        refs = {key: ray.put(wl) for key, wl in workloads.items()
+                if any(c.workload_key == key for c in cells)}
+        pending = {task.remote(c, refs[c.workload_key]): i for i, c in enumerate(cells)}
+        total = sum(workloads[c.workload_key].num_requests for c in cells)
+        done = 0
+        try:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_S)
+                for ref in ready:
+                    cell = cells[pending.pop(ref)]
+                    try:
+                        row = ray.get(ref)
+                    except Exception as exc:  # the worker died, or the task could not run
+                        row = error_row(cell, _ray_error(exc))
+                    done += workloads[cell.workload_key].num_requests
+                    yield row
+                if progress is not None:
+                    progress(done, total)
+        finally:
+            for ref in pending:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
+
+
+def _ray_error(exc: BaseException) -> str:
+    """Ray's exception, without the remote traceback it carries (the first line says it)."""
+    text = error_text(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,117 @@
+"""One result row per cell: the figures tools read, in files and on stdout.
+
+A row is a flat dict of JSON types; ``config`` and ``params`` are dicts
+(written as JSON text in CSV and Parquet). ``cell`` is the cell's key (see
+:attr:`~radix_evict.sim.sweep.grid.Cell.key`); ``status`` is ``ok`` or
+``error`` (with ``error`` saying why). Timings (:data:`TIMING_FIELDS`) are
+the only fields that differ between two runs of the same cell.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from radix_evict.sim.replay import ReplayResult, replay
+from radix_evict.sim.sweep.grid import Cell
+from radix_evict.sim.workloads import Workload
+
+# Field -> type, in column order. "json" fields hold dicts (or null).
+FIELD_TYPES: dict[str, str] = {
+    "cell": "str",
+    "policy": "str",
+    "config": "json",
+    "config_source": "str",
+    "pool_tokens": "int",
+    "page_size": "int",
+    "workload": "str",
+    "params": "json",
+    "seed": "int",
+    "requests": "int",
+    "hit_rate": "float",
+    "p50_uncached": "float",
+    "p90_uncached": "float",
+    "p99_uncached": "float",
+    "mean_uncached": "float",
+    "evicted_tokens": "int",
+    "failed_admissions": "int",
+    "replay_s": "float",
+    "cache_s": "float",
+    "status": "str",
+    "error": "str",
+}
+ROW_FIELDS = tuple(FIELD_TYPES)
+TIMING_FIELDS = ("replay_s", "cache_s")
+OK = "ok"
+ERROR = "error"
+
+
+def _coordinates(cell: Cell) -> dict[str, Any]:
+    return {
+        "cell": cell.key,
+        "policy": cell.policy,
+        "config": cell.config,
+        "config_source": "given" if cell.config is not None else "none",
+        "pool_tokens": cell.pool_tokens,
+        "page_size": cell.page_size,
+        "workload": cell.source.name,
+        "params": cell.source.params,
+        "seed": cell.seed,
+    }
+
+
+def result_row(cell: Cell, result: ReplayResult, replay_s: float) -> dict[str, Any]:
+    """The row of a cell that ran; ``config`` is what the replay used (tlru's derived one too)."""
+    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
+    row.update(_coordinates(cell))
+    row.update({
+        "config": result.policy_config,
+        "config_source": result.config_source,
+        "pool_tokens": result.pool_tokens,
+        "requests": result.requests,
+        "hit_rate": result.hit_rate,
+        "p50_uncached": result.p50_uncached,
+        "p90_uncached": result.p90_uncached,
+        "p99_uncached": result.p99_uncached,
+        "mean_uncached": result.mean_uncached,
+        "evicted_tokens": result.evicted_tokens,
+        "failed_admissions": result.failed,
+        "replay_s": replay_s,
+        "cache_s": result.cache_s,
+        "status": OK,
+    })
+    return row
+
+
+def error_row(cell: Cell, error: str) -> dict[str, Any]:
+    """The row of a cell that failed: its coordinates, ``status`` error and the message."""
+    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
+    row.update(_coordinates(cell))
+    row.update({"status": ERROR, "error": error})
+    return row
+
+
+def error_text(exc: BaseException) -> str:
+    """``TypeName: message``: what a failed cell's row says."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+def run_cell(cell: Cell, workload: Workload, progress: Any = None) -> dict[str, Any]:
+    """Replay one cell (the simulator's own replay) and return its row; errors become rows.
+
+    The workload's description is left out of the replay (``workload_info={}``):
+    the row does not carry it, and describing a trace costs ~0.2 s a cell.
+    """
+    t0 = time.perf_counter()
+    try:
+        result = replay(workload, cell.policy, cell.config, pool_tokens=cell.pool_tokens,
+                        page_size=cell.page_size, progress=progress, timeline_points=0,
+                        workload_info={})
+    except Exception as exc:  # a plugin that raises fails its cell, not the sweep
+        return error_row(cell, error_text(exc))
+    return result_row(cell, result, time.perf_counter() - t0)
+
+
+def comparable(row: dict[str, Any]) -> dict[str, Any]:
+    """The row without its timings: equal for two runs of the same cell."""
+    return {k: v for k, v in row.items() if k not in TIMING_FIELDS}

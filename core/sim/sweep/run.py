@@ -1,0 +1,122 @@
+"""Planning and running a sweep: validate every cell, skip the finished ones, stream the rest.
+
+:func:`plan_sweep` does everything that can fail fast (expanding and
+checking the grid, reading the result file); :func:`run_sweep` then builds
+each workload once, hands the cells to an executor and records each row as
+it arrives. Ctrl-C (KeyboardInterrupt) stops the executor, and the rows that
+finished are already in the result file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from radix_evict.sim.parallel import ProgressFn
+from radix_evict.sim.sweep.check import check_cells
+from radix_evict.sim.sweep.grid import Cell, Grid
+from radix_evict.sim.sweep.rows import OK
+from radix_evict.sim.sweep.sources import WorkloadKey, build_workloads
+from radix_evict.sim.sweep.store import ResultFile
+from radix_evict.sim.workloads import Workload
+
+Row = dict[str, Any]
+# An executor: (cells, their workloads, progress) -> rows as the cells finish.
+Executor = Callable[[Sequence[Cell], Mapping[WorkloadKey, Workload], ProgressFn | None],
+                    Iterator[Row]]
+
+
+def local_executor(workers: int | None = None) -> Executor:
+    """Worker processes on this machine (default: one per usable core)."""
+    from radix_evict.sim.sweep.local import run_local
+
+    return lambda cells, wls, progress: run_local(cells, wls, workers=workers, progress=progress)
+
+
+def ray_executor(address: str | None = "auto") -> Executor:
+    """Ray tasks on the cluster at ``address`` (see ``ray_executor.run_ray``)."""
+    from radix_evict.sim.sweep.ray_executor import import_ray, run_ray
+
+    import_ray()  # fail now, before the workloads are built, if Ray is missing
+    return lambda cells, wls, progress: run_ray(cells, wls, address=address, progress=progress)
+
+
+@dataclass
+class SweepPlan:
+    """A checked grid: its cells, those still to run, and the rows a result file already has."""
+
+    grid: Grid
+    cells: list[Cell]
+    todo: list[Cell]
+    kept: dict[str, Row]
+    results: ResultFile | None = None
+
+    @property
+    def size_text(self) -> str:
+        return f"{self.grid.size_text()} = {len(self.cells)} cell{'s' * (len(self.cells) != 1)}"
+
+
+@dataclass
+class SweepOutcome:
+    """The rows of the grid's cells (kept ones too), in grid order, and how the run ended."""
+
+    rows: list[Row]
+    ran: int
+    interrupted: bool = False
+    failed: list[Row] = field(default_factory=list)
+
+
+def plan_sweep(grid: Grid, out: Path | None = None) -> SweepPlan:
+    """Expand and check ``grid`` (SweepGridError names bad cells); skip cells ``out`` has."""
+    cells = grid.cells()
+    check_cells(cells)
+    results = ResultFile(out) if out is not None else None
+    finished = results.finished() if results is not None else set()
+    kept = {c.key: results.rows[c.key] for c in cells if results and c.key in finished}
+    todo = [c for c in cells if c.key not in finished]
+    return SweepPlan(grid, cells, todo, kept, results)
+
+
+def run_sweep(
+    plan: SweepPlan,
+    executor: Executor | None = None,
+    *,
+    progress: ProgressFn | None = None,
+    on_row: Callable[[Row], None] | None = None,
+    workloads: Mapping[WorkloadKey, Workload] | None = None,
+) -> SweepOutcome:
+    """Run ``plan.todo`` (default executor: local processes); Ctrl-C keeps what finished.
+
+    ``workloads`` may pass workloads already built (by cell workload key).
+    """
+    run = executor or local_executor()
+    new: dict[str, Row] = {}
+    interrupted = False
+    try:
+        if plan.todo:
+            wls = dict(workloads) if workloads is not None else {}
+            missing = [c for c in plan.todo if c.workload_key not in wls]
+            wls.update(build_workloads(missing))
+            rows = run(plan.todo, wls, progress)
+            try:
+                for row in rows:
+                    new[row["cell"]] = row
+                    if plan.results is not None:
+                        plan.results.add(row)
+                    if on_row is not None:
+                        on_row(row)
+            finally:
+                close = getattr(rows, "close", None)
+                if close is not None:
+                    close()  # stops the executor's workers at once, even on Ctrl-C
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if plan.results is not None:
+            plan.results.close()
+    every = {**plan.kept, **new}
+    ordered = [every[c.key] for c in plan.cells if c.key in every]
+    return SweepOutcome(ordered, len(new), interrupted,
+                        [r for r in ordered if r.get("status") != OK])

@@ -1,0 +1,2 @@
+#!/bin/sh
+python3 -m sglang.launch_server --model-path m --radix-evicton-policy lfu

@@ -1,0 +1,4 @@
+FROM lmsysorg/sglang:v0.5.23
+CMD python3 -m sglang.launch_server --model-path m \
+    --radix-eviction-policy tlru \
+    --radix-eviction-policy-config '{"threshold": 1024, "next_prompt_estimate": 128}'

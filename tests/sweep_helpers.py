@@ -1,0 +1,123 @@
+"""Shared pieces of the sweep tests: a small grid, and a policy package that fails on request.
+
+The ``flaky`` policy is a real installed distribution (a ``.dist-info`` folder),
+so forked workers and Ray workers (given the folder on PYTHONPATH) find it
+through its entry point exactly as they would a pip-installed plugin.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from radix_evict import registry
+from radix_evict.sim.sweep import GridParts
+
+
+def write_trace(path: Path, conversations: int = 24, turns: int = 8) -> Path:
+    """A small Mooncake trace of growing conversations behind one shared system block.
+
+    Generated (not copied from ../shared): the tests need it wherever they run.
+    """
+    lines = []
+    for turn in range(turns):
+        for c in range(conversations):
+            blocks = [0] + [1000 * (c + 1) + k for k in range(2 + 2 * turn)]
+            lines.append(json.dumps({
+                "timestamp": (turn * conversations + c) * 400,
+                "input_length": 512 * len(blocks) - 100, "output_length": 150 + 7 * c,
+                "hash_ids": blocks}))
+    text = "\n".join(lines) + "\n"
+    if not path.exists() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return path
+
+
+TRACE = write_trace(Path(tempfile.gettempdir()) / f"radix-evict-sweep-tests-{os.getuid()}"
+                    / "conversations.jsonl")
+
+FLAKY_MODULE = '''
+import os
+from typing import Literal
+
+from pydantic import Field
+
+from radix_evict import EvictionPolicy, PolicyConfig, PolicySpec, hookimpl
+
+
+class FlakyConfig(PolicyConfig):
+    mode: Literal["ok", "raise", "exit"] = Field("ok", description="how score() behaves")
+
+
+class Flaky(EvictionPolicy):
+    name = "flaky"
+    Config = FlakyConfig
+
+    def score(self, node):
+        if self.config.mode == "raise":
+            raise RuntimeError("flaky policy raised on purpose")
+        if self.config.mode == "exit":
+            os._exit(7)
+        return node.last_access_time
+
+
+@hookimpl
+def radix_evict_register_policies(register):
+    register(PolicySpec(name="flaky", policy=Flaky, summary="fails when asked to"))
+
+
+@hookimpl
+def radix_evict_extend_choices(extend):
+    extend("flaky")
+'''
+
+
+def write_flaky_dist(root: Path) -> Path:
+    """A site folder holding the ``flaky-policy`` distribution; returns it."""
+    root.mkdir(parents=True, exist_ok=True)
+    info = root / "flaky_policy-0.1.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: flaky-policy\nVersion: 0.1\n",
+                                   encoding="utf-8")
+    (info / "entry_points.txt").write_text(
+        "[radix_evict.policies]\nflaky = sweep_flaky_policy\n", encoding="utf-8")
+    (root / "sweep_flaky_policy.py").write_text(textwrap.dedent(FLAKY_MODULE), encoding="utf-8")
+    return root
+
+
+@contextmanager
+def flaky_installed(root: Path) -> Iterator[Path]:
+    """The flaky distribution on sys.path (and in the registry) for the duration."""
+    site = write_flaky_dist(root)
+    sys.path.insert(0, str(site))
+    importlib.invalidate_caches()
+    registry.reload()
+    try:
+        yield site
+    finally:
+        sys.path.remove(str(site))
+        sys.modules.pop("sweep_flaky_policy", None)
+        importlib.invalidate_caches()
+        registry.reload()
+
+
+def small_parts(**over: object) -> GridParts:
+    """A grid of 12 cells that replays in about two seconds: 4 configs x 2 pools x 2 workloads."""
+    base = dict(
+        policies=["lru", "slru", "tlru"],
+        vary={"slru": {"protected_threshold": [1, 3]}},
+        pool_tokens=[20_000, 100_000],
+        workloads=["chat"],
+        traces=[str(TRACE)],
+        params=[("chat", "convs", 12), ("trace", "limit", 150)],
+    )
+    base.update(over)
+    return GridParts(**base)  # type: ignore[arg-type]
