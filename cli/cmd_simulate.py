@@ -17,12 +17,14 @@ from typing import Annotated, Any
 import typer
 
 from radix_evict.sim.bound import Bound
+from radix_evict.sim.configs import describe_workload
 from radix_evict.sim.replay import PolicyRun, ReplayResult, policy_matrix, replay_policies
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload, workload_names
 
 from . import output
 from .errors import EXIT_USAGE, CliError, mark_json
 from .options import parse_params
+from .simulate_derived import derived_notes
 from .simulate_preflight import check_output, check_params, check_pool, check_workload_pools
 from .simulate_recommend import RULE, Recommendation, recommend
 from .simulate_report import (
@@ -39,21 +41,6 @@ from .simulate_setup import ALL, build_runs, build_trace, build_workloads, param
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 
-def _tlru_notes(workloads: Sequence[Workload], runs: Sequence[PolicyRun]) -> dict[str, Any]:
-    """Say where tlru's config came from when simulate derived it (and return it for JSON)."""
-    if not any(r.policy == "tlru" and r.config is None for r in runs):
-        return {}
-    out = {w.name: w.suggested_tlru() for w in workloads}
-    if len(workloads) == 1:
-        (name, s), = out.items()
-        output.note(f"tlru: no --config given, so simulate derives it from {name}: "
-                    f"{s.config}. {s.derivation}")
-    else:
-        each = "; ".join(f"{n} {s.config}" for n, s in out.items())
-        output.note("tlru: no --config given, so simulate derives one per workload "
-                    "(next_prompt_estimate = mean next-turn growth, threshold = 2 x estimate "
-                    f"rounded up to a multiple of 64): {each}")
-    return {n: s.to_dict() for n, s in out.items()}
 
 
 def _warn_failed(results: Sequence[ReplayResult]) -> None:
@@ -102,7 +89,7 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
     output.note(f"workload {wl.name} (seed {wl.seed}): {wl.num_requests:,} requests; "
                 f"pool {pool:,} tokens, page {page_size}; policies "
                 f"{', '.join(r.name for r in runs)}")
-    derived = _tlru_notes([wl], runs)
+    derived = derived_notes([wl], runs)
     t0 = time.perf_counter()
     with output.progress_bar(f"replaying {wl.name}", enabled=progress) as prog:
         results = replay_policies(wl, runs, pool_tokens=pool_tokens, page_size=page_size,
@@ -131,7 +118,7 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
             "seed": seed, "pool_tokens": results[0].pool_tokens if results else pool,
             "page_size": page_size, "policies": [r.name for r in runs],
             "results": [r.to_dict() for r in results],
-            "recommendation": rec.to_dict(), "tlru_derived": derived, "wall_s": wall,
+            "recommendation": rec.to_dict(), **derived, "wall_s": wall,
         }
         if wl.name == TIERS_WORKLOAD:
             data["tier_hit_rates"] = {r.label: r.tier_hit_rates for r in results}
@@ -156,7 +143,7 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
     """Several workloads: policy x workload matrix with a winner per workload."""
     output.note(f"{len(wls)} workloads x {len(runs)} policies: "
                 f"{sum(w.num_requests for w in wls) * len(runs):,} request replays")
-    derived = _tlru_notes(wls, runs)
+    derived = derived_notes(wls, runs)
     t0 = time.perf_counter()
     with output.progress_bar("policy x workload", enabled=progress) as prog:
         m = policy_matrix(wls, runs, seed=seed, pool_tokens=pool_tokens, page_size=page_size,
@@ -185,7 +172,7 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
         data.update({"mode": "matrix", "seed": seed, "page_size": page_size,
                      "winners": winners, "winner_rule": RULE,
                      "recommendations": {w: r.to_dict() for w, r in recs.items()},
-                     "tlru_derived": derived, "wall_s": wall})
+                     **derived, "wall_s": wall})
         if tiers:
             data["tier_hit_rates"] = {r.label: r.tier_hit_rates for r in tiers}
         if bounds:
@@ -220,7 +207,7 @@ def _run_engine(setup: tuple[Workload, list[Any]], runs: list[PolicyRun], *,
     dev = None if device == "auto" else device
     output.note(f"model tiny on {_device_name(device)}: workload {wl.name} shrunk to "
                 f"{len(requests)} requests")
-    _tlru_notes([wl], runs)
+    derived_notes([wl], runs)
     t0 = time.perf_counter()
     with output.progress_bar("engine replays", enabled=progress, delay_s=0.0) as prog:
         rows, pool = run_engine(wl, requests, runs, pool_tokens=pool_tokens,
@@ -232,7 +219,7 @@ def _run_engine(setup: tuple[Workload, list[Any]], runs: list[PolicyRun], *,
     if json_out:
         output.emit_json({
             "mode": "engine", "model": "tiny", "device": rows[0].result.device if rows else dev,
-            "workload": wl.describe(), "requests": len(requests), "pool_tokens": pool,
+            "workload": describe_workload(wl), "requests": len(requests), "pool_tokens": pool,
             "page_size": page_size, "seed": seed, "rows": [r.to_dict() for r in rows],
             "recommendation": rec.to_dict(), "wall_s": wall,
         })

@@ -218,7 +218,8 @@ def resolve(inv: Invocation, load: ConfigLoader | None = None) -> Resolved:
                 loc=prefix + flag, hint=f"write {flag} in full", severity=WARNING))
         found[flag].append(Occurrence(flag, arg, value, prefix + label))
     for flag, occurrences in found.items():
-        for early in occurrences[:-1]:
+        # In a mapping, a setting given twice is already an error (duplicate_setting).
+        for early in occurrences[:-1] if inv.style != "mapping" else ():
             line, col = occurrences[-1].name.word.where(0)
             last = occurrences[-1].name.word.source.path
             problems.append(problem_at(

@@ -310,7 +310,9 @@ class Verdict:
             if p.type in NAME_PROBLEMS:
                 continue
             msg = p.msg if severity == ERROR else (
-                f"{p.msg} (SGLang runs it; radix-evict's RadixCache and validate refuse it)")
+                f"{p.msg} (SGLang {SGLANG_VERSION} runs it; radix-evict refuses it: its "
+                "RadixCache, validate, and SGLang itself where radix-evict's SGLang plugin "
+                "is loaded)")
             hint = _hint(name, p)
             path = tuple(p.loc) or ((p.key,) if p.key else ())
             self.at_setting(path, p.type, msg, hint, severity, key=p.type == "extra_forbidden")

@@ -13,7 +13,15 @@ import importlib
 import os
 from importlib.machinery import EXTENSION_SUFFIXES
 
-COMPILED_MODULES: tuple[str, ...] = ("args", "tree", "eviction", "slots", "pool", "radix_cache")
+COMPILED_MODULES: tuple[str, ...] = (
+    "args",
+    "tree",
+    "eviction",
+    "ownership",
+    "slots",
+    "pool",
+    "radix_cache",
+)
 
 # A wheel install writes sources and extensions moments apart; an edit comes later.
 STALE_AFTER_S = 10.0
