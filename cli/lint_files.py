@@ -194,7 +194,8 @@ class Linter:
         for inv in invocations:
             resolved = resolve(inv, self._load_config_file)
             problems.extend(resolved.problems)
-            problems.extend(check(resolved.policy, resolved.config, resolved.overridden))
+            problems.extend(check(resolved.policy, resolved.config, resolved.overridden,
+                                  resolved.cache_disabled))
         return problems
 
     @staticmethod

@@ -232,6 +232,11 @@ class TreeWalker:
                 continue
             args.append(LabelledArg(flag_word, label))
             args.extend(values)
+        if config_file:  # SGLang's merge writes `disable-radix-cache: true` as the flag
+            disable = node.get("disable-radix-cache")
+            if args and disable is not None and disable.value is True:
+                args.append(Arg(Text.at("--disable-radix-cache", disable.source,
+                                        disable.offset())))
         if args or config_file:
             style = "config-file" if config_file else "mapping"
             self.invocations.append(Invocation(args, dotted(path), style, None, False,
