@@ -201,11 +201,9 @@ def sweep(
     wall = time.perf_counter() - t0
     _report(plan, outcome, wall, json_out=json_out, out=out)
     if plot is not None and outcome.rows:
-        from .sweep_plot import plot_curves
+        from .sweep_plot import TITLE, plot_curves
 
-        plot_curves(plot, curves(outcome.rows),
-                    "hit rate by pool size, each policy at its best config",
-                    ceilings(outcome.rows))
+        plot_curves(plot, curves(outcome.rows), TITLE, ceilings(outcome.rows))
         output.note(f"wrote plot {plot}")
     saved = f"; rows in {out}" if out is not None else ""
     output.note(f"wall time {wall:.2f} s for {outcome.ran} cells{saved}")

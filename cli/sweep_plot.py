@@ -10,6 +10,8 @@ from radix_evict.sim.sweep.summary import Curve, config_text
 
 from .plotting import pyplot
 
+TITLE = "hit rate by pool size, each policy at its best config"
+
 
 def plot_curves(path: Path, curves: Sequence[Curve], title: str,
                 ceilings: Mapping[str, float] | None = None) -> None:
@@ -38,7 +40,7 @@ def plot_curves(path: Path, curves: Sequence[Curve], title: str,
         ax.set_ylabel("token hit rate (%)")
         ax.set_title(workload, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="lower right")
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
