@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 .PHONY: install simulate test lint typecheck docs bench clean sglang-env
 
 # setup.py compiles these (core/cache/compiled.py lists them): an edit needs a rebuild.
-COMPILED := $(addprefix core/cache/,$(addsuffix .py,args tree eviction slots pool radix_cache))
+COMPILED := $(addprefix core/cache/,$(addsuffix .py,args tree eviction ownership slots pool radix_cache))
 
 $(STAMP): pyproject.toml setup.py core/cache/compiled.py $(COMPILED) plugins_example/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

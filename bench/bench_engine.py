@@ -18,6 +18,7 @@ from radix_evict import registry
 from radix_evict.engine import EngineResult, requests_from_workload, run_engine_replay
 from radix_evict.engine.model import TinyConfig
 from radix_evict.engine.workload import default_pool_tokens, tiny_workload
+from radix_evict.sim.configs import resolve_config
 
 
 def _args() -> argparse.Namespace:
@@ -53,7 +54,7 @@ def main() -> None:
                                   cpu_threads=a.threads)
     rows: list[EngineResult] = [_median_run(a.repeat, use_cache=False, **common)]
     for policy in a.policies or registry.choices():
-        cfg = workload.suggested_tlru().config if policy == "tlru" else None
+        cfg = resolve_config(workload, policy, None).config  # derived where the policy derives
         rows.append(_median_run(a.repeat, policy=policy, config=cfg, **common))
     if a.json:
         print(json.dumps({"pool_tokens": pool, "requests": len(requests),

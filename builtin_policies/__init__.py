@@ -14,6 +14,7 @@ from .frequency import LFUPolicy, SLRUPolicy
 from .priority import PriorityPolicy
 from .recency import FIFOPolicy, FILOPolicy, LRUPolicy, MRUPolicy
 from .tlru import TLRUPolicy
+from .tlru import derive_config as derive_tlru_config
 
 __all__ = [
     "FIFOPolicy",
@@ -25,6 +26,9 @@ __all__ = [
     "SLRUPolicy",
     "TLRUPolicy",
 ]
+
+# Policies that a simulation without a given config runs with a config derived from the workload.
+_DERIVERS = {TLRUPolicy.name: derive_tlru_config}
 
 _PUBLIC = (
     (
@@ -55,6 +59,7 @@ _HIDDEN = (
 def radix_evict_register_policies(register: Callable[[PolicySpec], None]) -> None:
     """Register lru, lfu, slru, priority and tlru as public, fifo, mru and filo as hidden."""
     for policy, summary in _PUBLIC:
-        register(PolicySpec(name=policy.name, policy=policy, summary=summary))
+        register(PolicySpec(name=policy.name, policy=policy, summary=summary,
+                            derive_config=_DERIVERS.get(policy.name)))
     for policy, summary in _HIDDEN:
         register(PolicySpec(name=policy.name, policy=policy, summary=summary, hidden=True))

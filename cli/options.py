@@ -39,14 +39,6 @@ def split_named_config(value: str) -> tuple[str | None, str]:
     return None, value
 
 
-def decode_config(text: str | None) -> dict[str, Any] | None:
-    """A config string that already validated, as the dict replay takes."""
-    if text is None:
-        return None
-    data = json.loads(text)
-    return None if data is None else dict(data)
-
-
 def problem_lines(policy: str, problems: Sequence[ConfigProblem]) -> list[str]:
     """People's view of a validation result: policy, key, message and suggestion per problem."""
     n = len(problems)

@@ -18,6 +18,7 @@ from radix_evict.engine import EngineResult, requests_from_workload, run_engine_
 from radix_evict.engine.loop import EngineRequest
 from radix_evict.engine.model import TinyConfig
 from radix_evict.engine.workload import default_pool_tokens, tiny_trace_requests, tiny_workload
+from radix_evict.sim.configs import resolve_config
 from radix_evict.sim.replay import PolicyRun
 from radix_evict.sim.workloads import Workload
 
@@ -82,12 +83,10 @@ def run_engine(workload: Workload, requests: Sequence[EngineRequest], runs: Sequ
                               "seed": seed}
     for i, run in enumerate(runs):
         progress(i, total)
-        cfg = dict(run.config) if run.config is not None else None
-        source = "given" if cfg is not None else "none"
-        if cfg is None and run.policy == "tlru":
-            cfg, source = workload.suggested_tlru().config, "workload-suggested"
-        res = run_engine_replay(requests, run.policy, cfg, **common)
-        rows.append(_row(run.name, run.policy, cfg, source, requests, res))
+        resolved = resolve_config(workload, run.policy, run.config)
+        res = run_engine_replay(requests, run.policy, resolved.config, **common)
+        rows.append(_row(run.name, run.policy, resolved.as_dict(), resolved.source, requests,
+                         res))
     if baseline:
         progress(len(runs), total)
         res = run_engine_replay(requests, use_cache=False, **common)

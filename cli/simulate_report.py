@@ -8,6 +8,7 @@ from typing import Any
 from rich.table import Table
 
 from radix_evict.sim.bound import Bound
+from radix_evict.sim.configs import DERIVED
 from radix_evict.sim.replay import ReplayResult
 
 from .output import num, pct
@@ -19,7 +20,7 @@ def _config_text(r: ReplayResult) -> str:
     if not r.policy_config:
         return "-"
     text = ", ".join(f"{k}={v}" for k, v in r.policy_config.items())
-    return f"{text} (derived)" if r.config_source == "workload-suggested" else text
+    return f"{text} (derived)" if r.config_source == DERIVED else text
 
 
 def _gap_text(bound: Bound, hit_rate: float) -> str:

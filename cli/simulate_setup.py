@@ -14,7 +14,9 @@ from typing import Any
 
 from radix_evict import registry
 from radix_evict.errors import ConfigProblem, PolicyConfigError
-from radix_evict.sim.replay import DEFAULT_POLICIES, PolicyRun, as_runs
+from radix_evict.policies.config import validate_config
+from radix_evict.policies.contract import PolicyConfig
+from radix_evict.sim.replay import PolicyRun, as_runs, default_policies
 from radix_evict.sim.workloads import (
     WORKLOADS,
     TraceParams,
@@ -26,7 +28,6 @@ from radix_evict.sim.workloads import (
 from .errors import EXIT_USAGE, CliError
 from .options import (
     Param,
-    decode_config,
     problem_lines,
     problems_code,
     read_config_arg,
@@ -34,14 +35,6 @@ from .options import (
 )
 
 ALL = "all"
-# Policies whose config simulate derives from the workload when none is given.
-DERIVED_CONFIG = ("tlru",)
-
-
-def default_policies() -> list[str]:
-    """The five public policies (a package's extensions run only when asked for)."""
-    offered = registry.choices()
-    return [n for n in DEFAULT_POLICIES if n in offered]
 
 
 def pair_configs(policies: Sequence[str], configs: Sequence[str]) -> list[tuple[str, str | None]]:
@@ -77,25 +70,35 @@ def pair_configs(policies: Sequence[str], configs: Sequence[str]) -> list[tuple[
 
 
 def build_runs(policies: Sequence[str], configs: Sequence[str]) -> list[PolicyRun]:
-    """Validated policy runs; every problem of every policy is reported at once."""
-    pairs = pair_configs(policies, configs)
+    """Validated policy runs; every problem of every policy is reported at once.
+
+    Each --config string becomes its policy's config object here, once; the
+    replays (and their workers) are built with that object. A policy given
+    no config runs with its derived config if its spec has a deriver, else
+    with its defaults (checked here too).
+    """
     problems: dict[str, list[ConfigProblem]] = {}
-    for name, cfg in pairs:
-        if cfg is None and name in DERIVED_CONFIG:
-            try:
-                registry.check_choice(name)
-            except PolicyConfigError as exc:
-                problems.setdefault(name, []).extend(exc.problems)
-        else:
-            found = registry.validate(name, cfg, extended=False)
+    runs: list[PolicyRun] = []
+    for name, text in pair_configs(policies, configs):
+        try:
+            spec = registry.check_choice(name)
+        except PolicyConfigError as exc:
+            problems.setdefault(name, []).extend(exc.problems)
+            continue
+        cfg: PolicyConfig | None = None
+        if text is not None or spec.derive_config is None:
+            value, found = validate_config(name, spec.config_model, text)
             if found:
                 problems.setdefault(name, []).extend(found)
+            elif text is not None:
+                cfg = value
+        runs.append(PolicyRun(name, cfg))
     if problems:
         flat = [p for ps in problems.values() for p in ps]
         lines = [line for n, ps in problems.items() for line in problem_lines(n, ps)]
         raise CliError("\n".join(lines), problems_code(flat), [p.to_dict() for p in flat])
     try:
-        return as_runs([PolicyRun(n, decode_config(c)) for n, c in pairs])
+        return as_runs(runs)
     except ValueError as exc:
         raise CliError(f"{exc}; give repeated policies different configs", EXIT_USAGE) from None
 

@@ -13,6 +13,7 @@ from conftest import run_cli
 from prometheus_client.parser import text_string_to_metric_families
 
 from radix_evict import registry
+from radix_evict.builtin_policies.tlru import derive_config as derive_tlru
 from radix_evict.cli.simulate_recommend import recommend
 from radix_evict.sim.workloads import get_workload
 
@@ -60,10 +61,10 @@ def test_default_policies_figures_and_recommendation() -> None:
 def test_tlru_config_is_derived_from_the_workload_and_said() -> None:
     r = run(*SMALL, "--policy", "tlru")
     assert r.exit_code == 0, r.output
-    expected = get_workload("chat", convs=30).suggested_tlru()
+    expected = derive_tlru(get_workload("chat", convs=30).stats())
     assert "derives it from chat" in r.stderr
-    assert f"next_prompt_estimate = {expected.next_prompt_estimate}" in r.stderr
-    assert f"threshold={expected.threshold}" in r.stdout and "(derived)" in r.stdout
+    assert f"next_prompt_estimate = {expected.config['next_prompt_estimate']}" in r.stderr
+    assert f"threshold={expected.config['threshold']}" in r.stdout and "(derived)" in r.stdout
     data = run_json(*SMALL, "--policy", "tlru")
     (row,) = data["results"]
     assert row["config_source"] == "workload-suggested"

@@ -23,10 +23,25 @@ def test_a_consistent_cache_passes() -> None:
 def test_a_tree_slot_the_pool_counts_as_free_fails() -> None:
     rig = built()
     slot = rig.cache.match_prefix([1, 2, 3, 4]).indices[-1:]
-    rig.pool.free(slot)  # behind the cache's back
+    rig.pool.release_pages(slot.numpy())  # the cache's own release path, behind its back
     spare = rig.pool.alloc(1)  # keep the totals equal, so only ownership can tell
     assert spare is not None
     with pytest.raises(InvariantError, match=r"held but the pool counts it as free|held twice"):
+        check_cache(rig.cache, held_by_callers=[spare])
+
+
+def test_an_owner_table_that_disagrees_fails() -> None:
+    rig = built()
+    slots = rig.cache.match_prefix([1, 2, 3, 4]).indices
+    rig.pool.disown_pages(slots.numpy())  # the tree still holds them; the pool says a caller
+    with pytest.raises(InvariantError, match="held by the tree but the pool's owner table"):
+        check_cache(rig.cache)
+    rig.pool.adopt_pages(slots.numpy())
+    check_cache(rig.cache)
+    spare = rig.pool.alloc(2)
+    assert spare is not None
+    rig.pool.adopt_pages(spare.numpy())  # a caller's slots the pool now calls the tree's
+    with pytest.raises(InvariantError, match="owner table"):
         check_cache(rig.cache, held_by_callers=[spare])
 
 

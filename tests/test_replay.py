@@ -14,10 +14,10 @@ from peer_harness import HARNESS_TLRU, SHARED, harness_args, load_harness
 
 import radix_evict
 import radix_evict.sim.replay as replay_mod
-from radix_evict import KVPool, RadixCache
+from radix_evict import KVPool, RadixCache, registry
 from radix_evict.cli.simulate_recommend import recommend
+from radix_evict.sim.configs import describe_workload
 from radix_evict.sim.replay import (
-    DEFAULT_POLICIES,
     PolicyRun,
     ReplayError,
     ReplayResult,
@@ -31,6 +31,7 @@ from radix_evict.sim.workloads import Workload, get_workload, load_trace
 
 TRACES = SHARED / "traces"
 TLRU = HARNESS_TLRU
+PUBLIC = ["lru", "lfu", "slru", "priority", "tlru"]
 
 
 def small_chat(seed: int = 0, **extra: Any) -> Workload:
@@ -109,7 +110,7 @@ def assert_accounted(r: ReplayResult) -> None:
 
 
 # ---------------------------------------------------------------- accounting
-@pytest.mark.parametrize("policy", DEFAULT_POLICIES)
+@pytest.mark.parametrize("policy", PUBLIC)
 @pytest.mark.parametrize("page_size", [1, 16])
 def test_replay_accounts_for_every_slot(policy: str, page_size: int) -> None:
     w = small_chat(1)
@@ -161,7 +162,7 @@ def test_failed_admissions_count_their_whole_prompt() -> None:
 
 
 # ---------------------------------------------------------------- same figures as the harness
-@pytest.mark.parametrize("policy", DEFAULT_POLICIES)
+@pytest.mark.parametrize("policy", PUBLIC)
 def test_replay_equals_a_direct_loop(policy: str) -> None:
     w = small_chat(3)
     cfg = TLRU if policy == "tlru" else None
@@ -267,7 +268,7 @@ def test_tlru_without_config_uses_the_workload_suggestion() -> None:
     w = small_chat(7)
     r = replay(w, "tlru", pool_tokens=20_000)
     assert r.config_source == "workload-suggested"
-    assert r.policy_config == w.suggested_tlru().config
+    assert r.policy_config == registry.get("tlru").derive_config(w.stats()).config
     given = replay(w, "tlru", json.dumps(TLRU), pool_tokens=20_000)
     assert given.config_source == "given" and given.policy_config == TLRU
 
@@ -410,7 +411,7 @@ def test_a_malformed_json_config_is_a_policy_config_error() -> None:
 
 def test_replays_of_one_workload_describe_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
     w = small_chat(2)
-    expected = replay_mod._safe_describe(w)
+    expected = describe_workload(w)
     calls: list[int] = []
     describe = type(w).describe
     monkeypatch.setattr(type(w), "describe", lambda self: calls.append(1) or describe(self))

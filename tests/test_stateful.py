@@ -1,9 +1,11 @@
 """Random request streams against every built-in policy and several page sizes.
 
 After every step: each pool slot is free, held by exactly one node, or held by
-a caller; sizes add up; locked nodes and the root survive; ``evict(n)`` frees
-at least ``n`` unless nothing evictable is left, and takes leaves in the
-policy's order.
+a caller (and the pool's owner table agrees); sizes add up; locked nodes and
+the root survive; ``evict(n)`` frees at least ``n`` unless nothing evictable
+is left, and takes leaves in the policy's order. Misuse steps pass slots that
+are not the caller's (freed, another pool's, listed twice, a node's) to
+``insert`` and ``free``: each must be refused and change nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 import torch
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -134,6 +137,88 @@ class CacheMachine(RuleBasedStateMachine):
         kept = [order[id(x)] for x in leaves if x.parent is not None]
         if gone and kept:
             assert max(gone) <= min(kept), "evicted out of the policy's order"
+
+    # ------------------------------------------------------------ misuse
+    def snapshot(self) -> tuple[Any, ...]:
+        cache = self.cache
+        nodes = sorted(
+            (x.key.tolist(), cache.node_slots(x).tolist(), x.lock_ref, x.hit_count, x.priority)
+            for x in cache.iter_nodes()
+        )
+        sizes = (cache.evictable_size(), cache.protected_size(), self.pool.available_size())
+        return (nodes, sizes, self.pool.slot_owners().tolist())
+
+    def refused(self, call: Any, match: str) -> None:
+        """``call`` raises a ValueError matching ``match`` and changes nothing."""
+        before = self.snapshot()
+        with pytest.raises(ValueError, match=match):
+            call()
+        assert self.snapshot() == before, "a refused call changed the cache or the pool"
+
+    def fresh_key(self, pages: int) -> list[int]:
+        """Tokens no request uses, so insert would take every slot it is given."""
+        return [900 + t for t in range(pages * self.page)]
+
+    @rule(pages=st.integers(1, 3))
+    def insert_freed_slots(self, pages: int) -> None:
+        slots = self.pool.alloc(pages * self.page)
+        if slots is None:
+            return
+        self.pool.free(slots)
+        key = self.fresh_key(pages)
+        self.refused(lambda: self.cache.insert(key, slots), "free in the pool")
+        self.refused(lambda: self.pool.free(slots), "free in the pool")
+
+    @rule(pages=st.integers(1, 3), outside=st.booleans())
+    def insert_another_pools_slots(self, pages: int, outside: bool) -> None:
+        n = pages * self.page
+        if outside:  # a bigger pool's slots past the end of this one
+            theirs = torch.arange(self.pool.size, self.pool.size + n)
+            match = "outside the pool"
+        else:  # slot numbers this pool has free: only its owner table can tell
+            free = self.pool.free_mask().nonzero()[0]
+            if len(free) < n:
+                return
+            theirs = torch.from_numpy(free[:n].copy())
+            match = "free in the pool"
+        key = self.fresh_key(pages)
+        self.refused(lambda: self.cache.insert(key, theirs), match)
+
+    @rule(pages=st.integers(1, 3), at=st.integers(0, 50))
+    def insert_a_slot_twice(self, pages: int, at: int) -> None:
+        n = pages * self.page
+        slots = self.pool.alloc(n)
+        if slots is None:
+            return
+        page = at % pages * self.page
+        row = torch.cat([slots, slots[page : page + self.page]])  # one page listed twice
+        key = self.fresh_key(pages + 1)
+        self.refused(lambda: self.cache.insert(key, row), "listed more than once")
+        self.refused(lambda: self.pool.free(row), "listed more than once")
+        self.pool.free(slots)  # still the caller's: it cleans up
+
+    @rule(i=st.integers(0, 50))
+    def misuse_tree_slots(self, i: int) -> None:
+        nodes = self.cache.iter_nodes()
+        if not nodes:
+            return
+        node = nodes[i % len(nodes)]
+        theirs = self.cache.node_slots(node)
+        key = self.fresh_key(len(theirs) // self.page)
+        self.refused(lambda: self.cache.insert(key, theirs), "owned by a cached node")
+        self.refused(lambda: self.pool.free(theirs), "owned by a cached node")
+
+    @precondition(lambda self: any(r.hit for r in self.inflight))
+    @rule(i=st.integers(0, 50))
+    def insert_the_locked_prefix_as_duplicates(self, i: int) -> None:
+        """prev_prefix_len=0 after a locked match would free the tree's slots: refused."""
+        reqs = [r for r in self.inflight if r.hit]
+        req = reqs[i % len(reqs)]
+        n = len(req.tokens) // self.page * self.page
+        self.refused(
+            lambda: self.cache.insert(req.tokens[:n], req.row, prev_prefix_len=0),
+            "owned by a cached node",
+        )
 
     @invariant()
     def consistent(self) -> None:

@@ -70,7 +70,9 @@ def test_failing_cells_on_ray_are_recorded_and_the_rest_go_on(cluster: str) -> N
     rows = run_sweep(plan_sweep(make_grid(parts)), ray_executor()).rows
     by = {json.dumps(r["config"]): r for r in rows}
     assert by["null"]["status"] == by['{"mode": "ok"}']["status"] == "ok"
-    assert "raised RuntimeError: flaky policy raised on purpose" in by['{"mode": "raise"}']["error"]
+    error = by['{"mode": "raise"}']["error"]  # the driver's PolicyError names the policy
+    assert error.startswith("PolicyError: policy 'flaky' ")
+    assert error.endswith("score() raised RuntimeError: flaky policy raised on purpose")
     died = by['{"mode": "exit"}']
     assert died["status"] == "error" and died["error"]  # Ray's worker-died error, first line
     assert by["null"]["hit_rate"] == by['{"mode": "ok"}']["hit_rate"]

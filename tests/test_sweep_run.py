@@ -126,9 +126,10 @@ def test_failing_cells_are_recorded_and_the_rest_go_on(flaky: Path, tmp_path: Pa
               for r in outcome.rows}
     assert status[("lru", "null")] == ("ok", None)
     assert status[("flaky", '{"mode": "ok"}')] == ("ok", None)
-    raised = status[("flaky", '{"mode": "raise"}')]
-    assert raised[0] == "error" and "score() raised RuntimeError: flaky policy raised on purpose" \
-        in str(raised[1])
+    state, error = status[("flaky", '{"mode": "raise"}')]
+    # The driver names the policy that raised (PolicyError), then what it raised.
+    assert state == "error" and error.startswith("PolicyError: policy 'flaky' ")
+    assert error.endswith("score() raised RuntimeError: flaky policy raised on purpose")
     assert status[("flaky", '{"mode": "exit"}')][1] == (
         "worker process died (exit code 7) before returning a result")
     assert len(outcome.failed) == 2

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from radix_evict.builtin_policies.tlru import derive_config as derive_tlru
 from radix_evict.sim.workloads import MooncakeTrace, TraceError, load_trace
 
 TRACES = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
@@ -70,8 +71,8 @@ def test_growth_estimate_counts_tokens_past_seen_block_prefixes(small_trace: Moo
     samples, _ = small_trace.growth_samples()
     # r0: all new; r1: blocks (0, 1) seen -> 0 new; r2: new
     assert samples.tolist() == [10, 0, 5]
-    s = small_trace.suggested_tlru()
-    assert s.next_prompt_estimate == 5 and s.threshold > 5
+    s = derive_tlru(small_trace.stats())
+    assert s.config["next_prompt_estimate"] == 5 and s.config["threshold"] > 5
 
 
 def test_describe(small_trace: MooncakeTrace) -> None:

@@ -12,6 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from peer_harness import harness_args, load_harness
 
+from radix_evict.builtin_policies.tlru import derive_config as derive_tlru
+from radix_evict.builtin_policies.tlru import threshold_rule
+from radix_evict.sim.configs import describe_workload
 from radix_evict.sim.workloads import (
     WORKLOADS,
     SessionWorkload,
@@ -19,7 +22,6 @@ from radix_evict.sim.workloads import (
     WorkloadError,
     get_workload,
     param_docs,
-    tlru_threshold_rule,
     workload_names,
 )
 from radix_evict.sim.workloads.base import USER_HDR, service_time
@@ -125,7 +127,10 @@ def test_describe_is_json_and_reports_the_default_pool(name: str) -> None:
     assert d["name"] == name and d["requests"] == w.num_requests
     assert d["default_pool_tokens"] == w.default_pool_tokens > 0
     assert d["prompt_tokens"] == sum(len(r.prompt) for r in arrivals(w))
-    assert d["suggested_tlru"]["config"] == w.suggested_tlru().config
+    assert "suggested_tlru" not in d, "a workload names no policy"
+    full = describe_workload(w)
+    assert full["suggested_tlru"]["config"] == derive_tlru(w.stats()).config
+    assert list(full).index("suggested_tlru") == list(full).index("default_pool_tokens") + 1
 
 
 @pytest.mark.parametrize("name", list(SMALL))
@@ -135,16 +140,16 @@ def test_every_parameter_is_documented(name: str) -> None:
     assert {p["name"] for p in docs} >= set(SMALL[name])
 
 
-# ---------------------------------------------------------------- suggested tlru
+# ---------------------------------------------------------------- derived tlru config
 @given(st.integers(min_value=0, max_value=10**7))
 def test_threshold_rule_is_above_the_estimate(estimate: int) -> None:
-    t = tlru_threshold_rule(estimate)
+    t = threshold_rule(estimate)
     assert t > estimate and t >= 2 * estimate and t % 64 == 0
     assert t - 2 * estimate < 64 or estimate == 0
 
 
 @pytest.mark.parametrize("name", list(SMALL))
-def test_suggested_tlru_estimate_is_the_mean_next_turn_growth(name: str) -> None:
+def test_derived_tlru_estimate_is_the_mean_next_turn_growth(name: str) -> None:
     w = small(name, 5)
     growth_follow, growth_first = [], []
     last: dict[int, Any] = {}
@@ -157,17 +162,18 @@ def test_suggested_tlru_estimate_is_the_mean_next_turn_growth(name: str) -> None
             growth_follow.append(len(r.prompt) - len(prev.prompt) - len(prev.output))
         last[r.session] = r
     samples = growth_follow or growth_first
-    s = w.suggested_tlru()
-    assert s.next_prompt_estimate == round(float(np.mean(samples)))
-    assert s.threshold > s.next_prompt_estimate
-    assert s.threshold == tlru_threshold_rule(s.next_prompt_estimate)
-    assert str(s.next_prompt_estimate) in s.derivation and str(s.threshold) in s.derivation
+    s = derive_tlru(w.stats())
+    estimate, threshold = s.config["next_prompt_estimate"], s.config["threshold"]
+    assert estimate == round(float(np.mean(samples)))
+    assert threshold > estimate
+    assert threshold == threshold_rule(estimate)
+    assert str(estimate) in s.derivation and str(threshold) in s.derivation
 
 
 def test_agentic_estimate_follows_next_turn_tokens() -> None:
-    lo = small("agentic", 0, next_turn_tokens=100.0).suggested_tlru()
-    hi = small("agentic", 0, next_turn_tokens=1600.0).suggested_tlru()
-    assert hi.next_prompt_estimate > 4 * lo.next_prompt_estimate
+    lo = derive_tlru(small("agentic", 0, next_turn_tokens=100.0).stats())
+    hi = derive_tlru(small("agentic", 0, next_turn_tokens=1600.0).stats())
+    assert hi.config["next_prompt_estimate"] > 4 * lo.config["next_prompt_estimate"]
 
 
 # ---------------------------------------------------------------- get_workload errors

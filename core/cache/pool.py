@@ -14,6 +14,7 @@ from mypy_extensions import mypyc_attr
 
 from radix_evict.cache.allocator import Allocator
 from radix_evict.cache.args import SlotDevice, check_int
+from radix_evict.cache.ownership import FREE, FREE_TAG, PageOwners
 
 __all__ = ["Allocator", "KVPool", "default_device"]
 
@@ -25,16 +26,16 @@ def default_device() -> torch.device:
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # engines and tests subclass it
 class KVPool:
-    """Slots ``0 .. size-1`` handed out in whole pages, with double-free detection.
+    """Slots ``0 .. size-1`` handed out in whole pages; every page's owner is known.
 
     Free pages live in ``stack[head:]``; ``alloc`` takes from the front by
-    moving ``head``, ``free`` pushes pages back in front of it. ``where[p]`` is
-    the position page ``p`` was last pushed to, so ``p`` is free exactly when
-    ``where[p] >= head and stack[where[p]] == p``: allocation writes nothing
-    per page, and a free can still tell an allocated slot from a free one.
-    The state is torch tensors on the pool's device; on cpu the same memory is
-    driven through numpy views, whose per-call cost is a fraction of torch's
-    (these calls sit on every request's path).
+    moving ``head``, ``free`` pushes pages back in front of it. One owner tag
+    per page (:mod:`~radix_evict.cache.ownership`) says whether the page is
+    free, a caller's, or a cache node's, so ``free`` refuses a double free and
+    the tree's slots, and a cache refuses to take slots that are not the
+    caller's. The state is torch tensors on the pool's device; on cpu the same
+    memory is driven through numpy views, whose per-call cost is a fraction of
+    torch's (these calls sit on every request's path).
     """
 
     def __init__(
@@ -65,17 +66,17 @@ class KVPool:
         on_cpu = self.slot_device.on_cpu
         self.num_pages = n // P
         stack = torch.arange(self.num_pages, dtype=torch.int64, device=dev)
-        where = torch.arange(self.num_pages, dtype=torch.int64, device=dev)
         # Row p holds page p's slots: gathering rows spells pages out as slots at copy
         # speed (a broadcast add is ~3x slower). 8 bytes per slot, next to KV of
         # kilobytes per slot in a real pool.
         table = torch.arange(n, dtype=torch.int64, device=dev).view(self.num_pages, P)
         # The arrays the methods work on: numpy views on cpu, the tensors elsewhere.
         self._stack: Any = stack.numpy() if on_cpu else stack
-        self._where: Any = where.numpy() if on_cpu else where
         self._table: Any = table.numpy() if on_cpu else table
-        self._tensors = (stack, where, table)  # keeps the storage behind numpy views alive
+        self._tensors = (stack, table)  # keeps the storage behind numpy views alive
         self._head = 0
+        self.owners = PageOwners(self.num_pages, P, dev)
+        self._tag: Any = self.owners.tag  # read on every free: one attribute away
         self.k_buffer: list[torch.Tensor] = []
         self.v_buffer: list[torch.Tensor] = []
         if self.layers:
@@ -102,7 +103,9 @@ class KVPool:
         if k > self.num_pages - h:
             return None
         self._head = h + k
-        slots = self.page_slots(self._stack[h : h + k])
+        pages = self._stack[h : h + k]
+        self.owners.hand_out(pages, h)
+        slots = self.page_slots(pages)
         return torch.from_numpy(slots) if self.slot_device.on_cpu else slots
 
     def page_slots(self, pages: Any) -> Any:
@@ -112,109 +115,126 @@ class KVPool:
         return self._table[pages].reshape(-1)
 
     def free(self, indices: torch.Tensor) -> None:
-        """Return slots to the pool; whole pages only. Raises, freeing nothing, on a bad slot."""
-        pages = self._pages_of(indices)
+        """Return a caller's slots to the pool; whole pages only.
+
+        Raises, freeing nothing, on a slot that is outside the pool, listed
+        twice, already free, or owned by a cache node (the cache frees those).
+        """
+        self.slot_device.check("KVPool.free: indices", indices)
+        pages = self.pages_of(self.host_view(indices), "KVPool.free: indices")
         k = len(pages)
         if k == 0:
             return
-        stack, where, h = self._stack, self._where, self._head
         if k == 1 and self.slot_device.on_cpu:  # the partial last page every request frees: scalars
             page = int(pages[0])
-            w1 = int(where[page])
-            if w1 >= h and int(stack[w1]) == page:
-                raise ValueError(
-                    f"KVPool.free: slot {page * self.page_size} is not allocated "
-                    "(freed twice, or never handed out)"
-                )
-            h -= 1
-            stack[h] = page
-            where[page] = h
+            tag = self._tag
+            if tag[page] < 0:
+                self.owners.check_caller(pages, "KVPool.free: indices")  # raises, naming it
+            h = self._head - 1
+            self._stack[h] = page
+            tag[page] = FREE_TAG
             self._head = h
             return
-        w = where[pages]
-        free_now = (w >= h) & (stack[w] == pages)
-        if bool(free_now.any()):
-            bad = int(pages[free_now][0]) * self.page_size
-            raise ValueError(
-                f"KVPool.free: slot {bad} is not allocated (freed twice, or never handed out)"
-            )
-        saved = stack[h - k : h].copy() if self.slot_device.on_cpu else stack[h - k : h].clone()
+        self.owners.check_caller(pages, "KVPool.free: indices")
         self._push(pages)
-        if k > 1 and not bool((where[pages] == self._positions(h - k, h)).all()):
-            stack[h - k : h] = saved  # a page listed twice: undo, free nothing
-            where[pages] = w
-            self._head = h
-            raise ValueError("KVPool.free: the same slot appears twice in one call")
 
-    def release_pages(self, pages: torch.Tensor | np.ndarray) -> None:
-        """Free pages (slot // page_size) whose owner guarantees they are allocated and distinct.
+    # The cache's side: pages move caller -> cache node -> pool, each move checked.
+    def check_caller_pages(self, pages: Any, what: str) -> None:
+        """Raise ValueError, naming the culprits, unless each page is a caller's, once."""
+        self.owners.check_caller(pages, what)
 
-        The cache returns the pages its own nodes hold through this unchecked
-        path (the tree's invariants already rule out a double free, and the
-        test suite checks them after every operation); ``free`` is the
-        checked path for everyone else.
-        """
-        if self.slot_device.on_cpu and not isinstance(pages, np.ndarray):
-            pages = pages.numpy()
+    def adopt_pages(self, pages: Any) -> None:
+        """A cache node takes the caller's ``pages`` (checked by ``check_caller_pages``)."""
+        self.owners.adopt(pages)
+
+    def free_caller_pages(self, pages: Any) -> None:
+        """Free a caller's ``pages`` already checked by ``check_caller_pages``."""
         if len(pages):
             self._push(pages)
 
+    def release_pages(self, pages: Any) -> None:
+        """A cache gives back pages its nodes own; refuses, freeing nothing, any other page.
+
+        A page has one owning node (adoption checks that), so a page is
+        released twice only if a node is, and the second release finds it free.
+        """
+        if self.slot_device.on_cpu and isinstance(pages, torch.Tensor):
+            pages = pages.numpy()
+        if len(pages):
+            self.owners.check_cached(pages, "KVPool.release_pages: the cache's slots")
+            self._push(pages)
+
+    def disown_pages(self, pages: Any) -> None:
+        """Hand a cache node's pages back to the caller side, for a ``free`` override to free."""
+        if len(pages):
+            self.owners.check_cached(pages, "KVPool.disown_pages: the cache's slots")
+            self.owners.disown(pages)
+
+    def pages_of(self, idx: Any, what: str) -> Any:
+        """The page of each page of slots in ``idx`` (a 1-D int64 array from ``host_view``).
+
+        Raises ValueError naming ``what`` unless every slot is in the pool and
+        ``idx`` is whole, aligned pages in order (every slot of each page is
+        compared). At page size 1 the result is ``idx`` itself.
+        """
+        n = len(idx)
+        if n == 0:
+            return idx
+        P = self.page_size
+        size = self.size
+        if n == 1 and self.slot_device.on_cpu:
+            if not 0 <= int(idx[0]) < size:
+                raise ValueError(self._outside(idx, what))
+        elif self.slot_device.on_cpu:
+            if int(idx.view(np.uint64).max()) >= size:  # a negative slot wraps to a huge one
+                raise ValueError(self._outside(idx, what))
+        elif int(idx.min()) < 0 or int(idx.max()) >= size:
+            raise ValueError(self._outside(idx, what))
+        if P == 1:
+            return idx
+        if n % P:
+            raise ValueError(f"{what}: {n} slots are not whole pages of {P}")
+        rows = idx.reshape(-1, P)
+        pages = rows[:, 0] // P
+        if not bool((rows == self._table[pages]).all()):
+            raise ValueError(
+                f"{what}: slots are not whole, aligned pages of {P} "
+                "(each page is its slots in order, as alloc hands them out)"
+            )
+        return pages
+
+    def host_view(self, indices: torch.Tensor) -> Any:
+        """``indices`` as the array type the pool computes with (numpy on cpu)."""
+        if self.slot_device.on_cpu:
+            return indices.numpy().astype(np.int64, copy=False)
+        return indices.long()
+
+    def _outside(self, idx: Any, what: str) -> str:
+        arr = idx.cpu().numpy() if isinstance(idx, torch.Tensor) else idx
+        bad = arr[(arr < 0) | (arr >= self.size)]
+        shown = ", ".join(str(int(s)) for s in bad[:6])
+        more = f" and {len(bad) - 6} more" if len(bad) > 6 else ""
+        noun = "slot" if len(bad) == 1 else "slots"
+        return f"{what}: {noun} {shown}{more} outside the pool (0..{self.size - 1})"
+
     def free_mask(self) -> np.ndarray:
         """One flag per slot, True where the slot is free (for checks and tests; O(size))."""
-        free = self._stack[self._head :]
-        mask = np.zeros(self.num_pages, dtype=bool)
-        mask[free if self.slot_device.on_cpu else free.cpu().numpy()] = True
-        return np.repeat(mask, self.page_size)
+        return np.repeat(self.owners.states() == FREE, self.page_size)
+
+    def slot_owners(self) -> np.ndarray:
+        """The owner of every slot: ``ownership.FREE``, ``CALLER`` or ``CACHED`` (O(size))."""
+        return np.repeat(self.owners.states(), self.page_size)
 
     def is_allocated(self, slot: int) -> bool:
-        """Whether ``slot`` is currently handed out (for checks and tests)."""
-        p = slot // self.page_size
-        w = int(self._where[p])
-        return not (w >= self._head and int(self._stack[w]) == p)
+        """Whether ``slot`` is handed out, to a caller or a cache node (for checks and tests)."""
+        return int(self._tag[slot // self.page_size]) != FREE_TAG
 
     def _push(self, pages: Any) -> None:
         k = len(pages)
         h = self._head - k
         self._stack[h : h + k] = pages
-        self._where[pages] = self._positions(h, h + k)
+        self.owners.give_back(pages)
         self._head = h
-
-    def _positions(self, lo: int, hi: int) -> Any:
-        if self.slot_device.on_cpu:
-            return np.arange(lo, hi, dtype=np.int64)
-        return torch.arange(lo, hi, dtype=torch.int64, device=self.slot_device.device)
-
-    def _pages_of(self, indices: torch.Tensor) -> Any:
-        """Validate slots and return their page ids (numpy on cpu, a tensor elsewhere)."""
-        on_cpu = self.slot_device.on_cpu
-        self.slot_device.check("KVPool.free: slots", indices)
-        idx: Any = indices.numpy().astype(np.int64, copy=False) if on_cpu else indices.long()
-        n = len(idx)
-        if n == 0:
-            return idx
-        P = self.page_size
-        if n == P and on_cpu:  # one page (or slot): scalar checks
-            s0 = int(idx[0])
-            if not 0 <= s0 < self.size:
-                raise ValueError(f"KVPool.free: slot {s0} is outside the pool (0..{self.size - 1})")
-            if P > 1 and (s0 % P or not bool((idx == self._table[s0 // P]).all())):
-                raise ValueError(f"KVPool.free: slots are not whole, aligned pages of {P}")
-            return idx[:1] // P if P > 1 else idx
-        if n % P:
-            raise ValueError(f"KVPool.free: {n} slots are not whole pages of {P}")
-        # Each page's first slot must be in the pool; the row comparison below then
-        # bounds every other slot, so only 1/P of the slots is range-checked.
-        first = idx if P == 1 else idx[::P]
-        lo, hi = int(first.min()), int(first.max())
-        if lo < 0 or hi >= self.size:
-            bad = lo if lo < 0 else hi
-            raise ValueError(f"KVPool.free: slot {bad} is outside the pool (0..{self.size - 1})")
-        if P == 1:
-            return idx
-        pages = first // P
-        if not bool((idx.reshape(-1, P) == self._table[pages]).all()):
-            raise ValueError(f"KVPool.free: slots are not whole, aligned pages of {P}")
-        return pages
 
     def __repr__(self) -> str:
         return (

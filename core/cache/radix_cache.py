@@ -11,6 +11,7 @@ the tree, the sizes and the pool as they were.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any, NamedTuple, SupportsIndex
 
 import torch
@@ -29,7 +30,7 @@ from radix_evict.cache.tree import (
     common_prefix_len,
     key_view,
 )
-from radix_evict.policies.contract import EvictionPolicy
+from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
 from radix_evict.policies.registry import registry
 
 
@@ -47,6 +48,9 @@ class RadixCache:
 
     ``policy`` is a registered policy name (validated with ``policy_config``
     before anything else happens) or an :class:`EvictionPolicy` instance.
+    ``policy_config`` is None, a dict, a JSON string, or an instance of the
+    policy's own config model, used as it is (a validated, frozen object, so
+    one can serve many caches); another model's instance is an error.
     """
 
     def __init__(
@@ -54,7 +58,7 @@ class RadixCache:
         pool: Allocator,
         page_size: SupportsIndex | None = None,
         policy: str | EvictionPolicy | Any = "lru",
-        policy_config: dict[str, Any] | str | Any = None,
+        policy_config: Mapping[str, Any] | str | PolicyConfig | Any = None,
     ) -> None:
         # policy and policy_config are checked here, not by annotations, so that a
         # compiled build raises what the interpreted one does (PolicyConfigError).
@@ -186,51 +190,66 @@ class RadixCache:
         done = check_int("inserted_len", inserted_len, 0)
         P = self.page_size
         n = L // P * P
-        if P > 1:
-            # insert never reads indices[:prev] (the caller's locked prefix, already cached)
-            self._slots.check_pages(indices, prev, n)
-        self.stats.insert_calls += 1
-        clock = self._clock + 1
-        root = self._root
-        root.last_access_time = clock
+        # indices[:prev] is the caller's locked prefix, the tree's own slots: never read.
+        # The rest is checked to be the caller's before anything changes.
+        lo = min(prev, n) // P * P
+        claimed = self._slots.claim(indices, lo, n)
         if n == 0:
-            self._clock = clock
+            self.stats.insert_calls += 1
+            self._clock += 1
+            self._root.last_access_time = self._clock
             return 0
         kv = key_view(arr, n)
         nb = n * TOKEN_BYTES
         pb = P * TOKEN_BYTES
-        node = root
+        # Walk first, changing nothing: how much is cached decides which slots are taken.
+        path: list[TreeNode] = []
+        split_at = 0  # tokens of the last path node shared with the key, if it diverges inside
+        node = self._root
         off = 0
         while off < nb:
             child = node.children.get(kv[off : off + pb].tobytes())
             if child is None:
                 break
-            clock += 1
-            child.last_access_time = clock
+            path.append(child)
             ck = child.key_bytes
             end = off + len(ck)
             if end <= nb and ck.startswith(kv[off:end]):
                 off = end
-            else:
-                self._clock = clock
-                m = common_prefix_len(ck, kv, off) // P * P
-                child = self._split(child, m)
-                clock = self._clock
-                off += m * TOKEN_BYTES
-            if child.priority < prio:
-                child.priority = prio
-            if off > done * TOKEN_BYTES:
-                child.hit_count += 1
-            node = child
+                node = child
+                continue
+            split_at = common_prefix_len(ck, kv, off) // P * P
+            off += split_at * TOKEN_BYTES
+            break
         matched = off // TOKEN_BYTES
-        if matched < prev and P > 1:
+        if matched < lo:
             # The caller's prefix was not all cached (it was not kept locked): the new
             # leaf takes slots from indices[:prev] too, so they need the same check.
-            self._slots.check_pages(indices, matched, min(prev, n))
+            claimed = self._slots.claim(indices, matched, n)
+            lo = matched
+        # Nothing raises from here on: stamp, split and count along the path.
+        self.stats.insert_calls += 1
+        clock = self._clock + 1
+        root = self._root
+        root.last_access_time = clock
+        node = root
+        last = len(path) - 1
+        for i, child in enumerate(path):
+            clock += 1
+            child.last_access_time = clock
+            if i == last and split_at:
+                self._clock = clock
+                child = self._split(child, split_at)
+                clock = self._clock
+            if child.priority < prio:
+                child.priority = prio
+            if child.prefix_len > done:
+                child.hit_count += 1
+            node = child
         if matched < n:
-            leaf = TreeNode(
-                node, kv[off:].tobytes(), self._slots.take(indices, matched, n), clock + 1, prio
-            )
+            value = self._slots.node_entries(claimed, matched - lo, n - lo)
+            leaf = TreeNode(node, kv[off:].tobytes(), value, clock + 1, prio)
+            self._slots.adopt(value)
             leaf.creation_time = clock + 2
             clock += 2
             if n > done:
@@ -248,9 +267,9 @@ class RadixCache:
         elif not node.children:
             self._driver.offer(node)
         self._clock = clock
-        if matched > prev:
-            self.pool.free(indices[prev:matched])
-            self.stats.duplicate_tokens_freed += matched - prev
+        if matched > lo:
+            self._slots.free_claimed(claimed[: (matched - lo) // P])
+            self.stats.duplicate_tokens_freed += matched - lo
         return matched
 
     def _split(self, child: TreeNode, m: int) -> TreeNode:
@@ -359,9 +378,11 @@ class RadixCache:
         freed = 0
         if victims:
             values = []
+            empty = self._slots.empty
             for node in victims:
                 freed += node.num_tokens
                 values.append(node.value)
+                node.value = empty  # its slots are the pool's again: node_slots must not show them
             self._evictable -= freed
             self._num_nodes -= len(victims)
             self._slots.release(values)
@@ -377,11 +398,16 @@ class RadixCache:
         """Free every slot the tree holds. An error while any node is locked."""
         if self._protected:
             raise RuntimeError(f"reset: {self._protected} tokens are locked; unlock them first")
-        values = [n.value for n in self.iter_nodes()]
+        nodes = self.iter_nodes()
+        values = [x.value for x in nodes]
+        if values:
+            self._slots.release(values)  # first: if the pool refuses, the tree is as it was
+        empty = self._slots.empty
+        for x in nodes:  # detached and empty, as an evicted node is
+            x.parent = None
+            x.value = empty
         self._init_tree()
         self._driver.clear()
-        if values:
-            self._slots.release(values)
 
     def iter_nodes(self) -> list[TreeNode]:
         """Every node except the root, parents before children."""
@@ -394,8 +420,12 @@ class RadixCache:
         return out
 
     def node_slots(self, node: TreeNode) -> torch.Tensor:
-        """The KV slots ``node`` holds, one per token (nodes store one entry per page)."""
-        if node is self._root:
+        """The KV slots ``node`` holds, one per token (nodes store one entry per page).
+
+        Empty for the root and for a node that was evicted or reset away: its
+        old slots are the pool's again, perhaps already someone else's.
+        """
+        if node is self._root or node.parent is None:
             return self._empty
         return self._slots.to_tensor([node.value])
 

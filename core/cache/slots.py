@@ -25,33 +25,40 @@ from radix_evict.cache.pool import Allocator, KVPool
 SlotArray = np.ndarray | torch.Tensor
 
 
-def unchecked_release(pool: Allocator) -> Any:
-    """``pool.release_pages`` when calling it is indistinguishable from ``pool.free``.
+def frees_like_kvpool(pool: Allocator) -> bool:
+    """Whether ``pool`` is a :class:`KVPool` whose ``free`` nobody overrode.
 
-    That holds for a :class:`KVPool` whose ``free`` nobody overrode: the
-    release path does what ``free`` does minus the checks, which the tree's
-    own invariants make redundant. Any other allocator, including a KVPool
-    subclass that wraps ``free`` (to poison or count slots), sees every slot
-    the cache lets go through its ``free``, as the API promises.
+    Then the cache moves pages with the pool's page-level calls, which do what
+    ``free`` does without re-checking what the cache already checked. Any
+    other allocator, including a KVPool subclass that wraps ``free`` (to
+    poison or count slots), sees every slot the cache lets go through its
+    ``free``, as the API promises.
     """
-    kind = type(pool)
-    if isinstance(pool, KVPool) and all(
-        getattr(kind, m) is getattr(KVPool, m) for m in ("free", "release_pages")
-    ):
-        return pool.release_pages
-    return None
+    return isinstance(pool, KVPool) and type(pool).free is KVPool.free
 
 
 class SlotStorage:
-    """Per-page slot entries for nodes, over numpy (cpu) or torch (other devices)."""
+    """Per-page slot entries for nodes, over numpy (cpu) or torch (other devices).
+
+    Ownership: with a :class:`KVPool` every slot the cache takes is checked to
+    be the caller's (handed out by ``alloc``, not freed, not a node's, listed
+    once) and becomes the tree's; the tree's slots go back only through
+    ``release``. Another allocator keeps no owner table, so the cache checks
+    what needs none: whole aligned pages, no negative slot (nor one past a
+    ``size`` attribute, if the allocator has one), no slot twice in one call.
+    Whether such slots are the caller's is left to that allocator.
+    """
 
     def __init__(self, pool: Allocator) -> None:
         self.page_size = P = int(pool.page_size)
         # A KVPool's own device record, so the on-cpu flag is derived once per pool.
         self.slot_device = pool.slot_device if isinstance(pool, KVPool) else SlotDevice(pool.device)
-        on_cpu = self.slot_device.on_cpu
+        self.on_cpu = on_cpu = self.slot_device.on_cpu
         self._pool = pool
-        self._release_pages = unchecked_release(pool)
+        self._kvpool: KVPool | None = pool if isinstance(pool, KVPool) else None
+        self._plain_free = frees_like_kvpool(pool)
+        size = getattr(pool, "size", None)
+        self._size: int | None = size if type(size) is int else None
         offsets = torch.arange(P, dtype=torch.int64, device=self.slot_device.device)
         self._offsets: Any = offsets.numpy() if on_cpu else offsets
         # A KVPool spells pages out from its slot table; other allocators get a broadcast.
@@ -62,34 +69,75 @@ class SlotStorage:
             else torch.empty(0, dtype=torch.int64, device=self.slot_device.device)
         )
 
-    def check_pages(self, indices: torch.Tensor, start: int, stop: int) -> None:
-        """Raise unless every page of ``indices[start:stop]`` is whole and aligned.
+    def claim(self, indices: torch.Tensor, start: int, stop: int) -> Any:
+        """The entries of ``indices[start:stop]``, checked fit for the tree to take or free.
 
-        Nodes keep one entry per page, so the slots a node takes must be whole
-        pages, as ``match_prefix`` and ``KVPool.alloc`` hand them out. Checking
-        each page's first and last slot reads 2/page_size of the row, which
-        keeps the check off the profile; it catches shifted, unaligned or
-        spliced rows. ``start`` is rounded down to its page.
+        Raises ValueError naming the slots unless they are whole aligned pages
+        in the pool that the caller holds, each once (see the class docstring
+        for a foreign allocator). Nothing changes owner here: ``adopt`` and
+        ``free_claimed`` do that once the whole call is known to succeed.
+        ``start`` and ``stop`` are page-aligned.
         """
-        P = self.page_size
-        start = start // P * P
-        if P == 1 or start >= stop:
-            return
-        idx: Any = indices.numpy() if self.slot_device.on_cpu else indices
-        first = idx[start:stop:P]
-        last = idx[start + P - 1 : stop : P]
-        if bool((first % P != 0).any()) or bool((last - first != P - 1).any()):
-            raise ValueError(
-                f"indices are not whole, aligned pages of {P} slots (as KVPool.alloc hands out)"
-            )
+        if start >= stop:
+            return self.empty
+        idx: Any = indices.numpy() if self.on_cpu else indices
+        part = idx[start:stop]
+        what = f"insert: indices[{start}:{stop}]"
+        pool = self._kvpool
+        if pool is not None:
+            pages = pool.pages_of(part, what)
+            pool.check_caller_pages(pages, what)
+            return pages
+        return self._untracked_pages(part, what)
 
-    def take(self, indices: torch.Tensor, start: int, stop: int) -> Any:
-        """A node's own entries for ``indices[start:stop]`` (page-aligned bounds)."""
+    def adopt(self, entries: Any) -> None:
+        """The tree now owns the claimed ``entries``."""
+        if self._kvpool is not None:
+            self._kvpool.adopt_pages(entries)
+
+    def free_claimed(self, entries: Any) -> None:
+        """Give claimed caller ``entries`` (duplicates of cached KV) back to the pool."""
+        if self._plain_free:
+            self._kvpool.free_caller_pages(entries)  # type: ignore[union-attr]
+        elif len(entries):
+            self._pool.free(self.to_tensor([entries]))
+
+    def node_entries(self, entries: Any, lo: int, hi: int) -> Any:
+        """A node's own copy of ``entries[lo:hi]`` (page-aligned token offsets)."""
         P = self.page_size
-        idx: Any = indices.numpy() if self.slot_device.on_cpu else indices
-        if P == 1:
-            return idx[start:stop].copy() if self.slot_device.on_cpu else idx[start:stop].clone()
-        return idx[start:stop:P] // P
+        part = entries[lo // P : hi // P]
+        return part.copy() if self.on_cpu else part.clone()
+
+    def _untracked_pages(self, part: Any, what: str) -> Any:
+        """The checks a foreign allocator (no owner table) gets; see the class docstring."""
+        n = len(part)
+        if n == 0:
+            return part
+        P = self.page_size
+        lo, hi = int(part.min()), int(part.max())
+        if lo < 0 or (self._size is not None and hi >= self._size):
+            bad = lo if lo < 0 else hi
+            bound = "negative" if lo < 0 else f"past the allocator's size {self._size}"
+            raise ValueError(f"{what}: slot {bad} is {bound}")
+        if P > 1:
+            rows = part.reshape(-1, P)
+            first = rows[:, 0]
+            if bool((first % P != 0).any()) or not bool(
+                (rows == first[:, None] + self._offsets).all()
+            ):
+                raise ValueError(
+                    f"{what}: slots are not whole, aligned pages of {P} "
+                    "(each page is its slots in order, as alloc hands them out)"
+                )
+            pages = first // P
+        else:
+            pages = part
+        ordered = np.sort(pages) if self.on_cpu else torch.sort(pages).values
+        repeats = ordered[1:][ordered[1:] == ordered[:-1]]
+        if len(repeats):
+            slot = int(repeats[0]) * P
+            raise ValueError(f"{what}: slot {slot} is listed more than once (a slot has one owner)")
+        return pages
 
     def split(self, value: Any, tokens: int) -> tuple[Any, Any]:
         """The entries of a node's first ``tokens`` tokens and of the rest."""
@@ -100,9 +148,9 @@ class SlotStorage:
         """The slots behind ``values``, joined, as numpy (cpu) or a tensor."""
         P = self.page_size
         if len(values) > 1:
-            joined = np.concatenate(values) if self.slot_device.on_cpu else torch.cat(values)
+            joined = np.concatenate(values) if self.on_cpu else torch.cat(values)
         elif P == 1:  # a node's own array: hand out a copy
-            return values[0].copy() if self.slot_device.on_cpu else values[0].clone()
+            return values[0].copy() if self.on_cpu else values[0].clone()
         else:
             joined = values[0]
         if P == 1:
@@ -114,15 +162,18 @@ class SlotStorage:
     def to_tensor(self, values: list[Any]) -> torch.Tensor:
         """A new int64 tensor of the slots behind ``values``, on the pool's device."""
         out = self.slots(values)
-        return torch.from_numpy(out) if self.slot_device.on_cpu else out
+        return torch.from_numpy(out) if self.on_cpu else out
 
     def release(self, values: list[Any]) -> None:
-        """Give the slots behind ``values`` back to the pool."""
-        if self._release_pages is not None:
-            if self.slot_device.on_cpu:
+        """Give the slots behind the tree's ``values`` back to the pool."""
+        pool = self._kvpool
+        if pool is not None:
+            if self.on_cpu:
                 pages = values[0] if len(values) == 1 else np.concatenate(values)
             else:
                 pages = values[0] if len(values) == 1 else torch.cat(values)
-            self._release_pages(pages)
-            return
+            if self._plain_free:
+                pool.release_pages(pages)
+                return
+            pool.disown_pages(pages)  # back on the caller side, for the override's free
         self._pool.free(self.to_tensor(values))

@@ -124,6 +124,7 @@ class _State:
 
     specs: dict[str, PolicySpec] = field(default_factory=dict)
     choices: list[str] = field(default_factory=list)
+    own_choices: list[str] = field(default_factory=list)
     plugins: list[LoadedPlugin] = field(default_factory=list)
     skipped: list[PluginSource] = field(default_factory=list)
     failures: list[PluginFailure] = field(default_factory=list)
@@ -170,6 +171,11 @@ def _check_spec(spec: Any, src: PluginSource) -> PolicySpec:
     if not (isinstance(kind, type) and issubclass(kind, EvictionPolicy)):
         raise PolicyRegistrationError(
             f"policy {name!r}: {kind!r} is not a subclass of radix_evict.EvictionPolicy"
+        )
+    if spec.derive_config is not None and not callable(spec.derive_config):
+        raise PolicyRegistrationError(
+            f"policy {name!r}: derive_config must be a function of the workload's stats, "
+            f"got {spec.derive_config!r}"
         )
     if getattr(kind, "score", None) is EvictionPolicy.score:
         raise PolicyRegistrationError(f"policy {name!r}: {kind.__name__} does not define score()")
@@ -284,6 +290,7 @@ class Registry:
                     if not spec.hidden:
                         base.append(spec.name)
             extensions.extend((src, n) for n in result.choices)
+        st.own_choices = list(base)
         choices = list(base)
         for src, n in extensions:
             if n not in st.specs:
@@ -340,6 +347,14 @@ class Registry:
         if not extended:
             return list(st.choices)
         return [*st.choices, *(n for n in st.specs if n not in st.choices)]
+
+    def own_choices(self) -> list[str]:
+        """radix-evict's own public policies: the choice list before plugins extended it.
+
+        What ``simulate`` runs when no ``--policy`` is given (an extension runs
+        when asked for).
+        """
+        return list(self._ensure().own_choices)
 
     # ------------------------------------------------------------------ lookup
     def get(self, name: str) -> PolicySpec:
@@ -451,12 +466,12 @@ class Registry:
 
     # ------------------------------------------------------------------ config
     def parse_config(self, name: str, config: ConfigInput | Any = None) -> PolicyConfig:
-        """Validate ``config`` for ``name``; raises PolicyConfigError listing every problem."""
-        spec = self._resolve(name)
-        cfg, problems = validate_config(name, spec.config_model, config)
-        if problems or cfg is None:
-            raise PolicyConfigError.from_problems(name, problems)
-        return cfg
+        """Validate ``config`` for ``name``; raises PolicyConfigError listing every problem.
+
+        An instance of the policy's own config model is returned as it is
+        (it is frozen and was validated when it was built).
+        """
+        return _parse(self._resolve(name), config)
 
     def source_of(self, policy: EvictionPolicy) -> str | None:
         """Where ``policy``'s class was registered from, for error messages; None if unknown.
@@ -473,9 +488,10 @@ class Registry:
         return None
 
     def load_policy(self, name: str, config: ConfigInput | Any = None) -> EvictionPolicy:
-        """Build policy ``name`` with a validated config (None, a dict or a JSON string)."""
+        """Build policy ``name`` with a validated config (None, a dict, a JSON string or
+        an instance of its config model)."""
         spec = self._resolve(name)
-        cfg = self.parse_config(name, config)
+        cfg = _parse(spec, config)
         try:
             return spec.policy(cfg)
         except Exception as e:  # a valid config the policy still refuses: its own bug
@@ -540,6 +556,13 @@ class Registry:
         if defs:
             out["$defs"] = defs
         return out
+
+
+def _parse(spec: PolicySpec, config: ConfigInput | Any) -> PolicyConfig:
+    cfg, problems = validate_config(spec.name, spec.config_model, config)
+    if problems or cfg is None:
+        raise PolicyConfigError.from_problems(spec.name, problems)
+    return cfg
 
 
 def _may_provide(failure: PluginFailure, name: Any) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from radix_evict.policies.contract import EvictionPolicy, NoConfig, PolicyConfig
+from radix_evict.policies.derive import ConfigDeriver
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,9 @@ class PolicySpec:
     some package extends the choice list with them. ``distribution``,
     ``version`` and ``entry_point`` are filled in by the registry from the
     entry point the spec came through; whatever a plugin sets there is replaced.
+    ``derive_config`` (optional) derives a config from a workload's measured
+    statistics when a simulation runs the policy without one
+    (:mod:`radix_evict.policies.derive`).
     """
 
     name: str
@@ -30,6 +34,7 @@ class PolicySpec:
     distribution: str | None = None
     version: str | None = None
     entry_point: str | None = None
+    derive_config: ConfigDeriver | None = None
 
     def __post_init__(self) -> None:
         if self.config_model is None:

@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from radix_evict.cache.tree import TOKEN_BYTES, TreeNode, common_prefix_len, key_view
 from radix_evict.policies.contract import EvictionPolicy
+from radix_evict.policies.derive import WorkloadStats
 from radix_evict.sim.workloads import Event, Workload
 
 ORACLE = "oracle"
@@ -189,8 +190,8 @@ class _Clairvoyant(Workload):
     def growth_samples(self) -> tuple[npt.NDArray[np.int64], str]:
         return self.inner.growth_samples()
 
-    def suggested_tlru(self) -> Any:
-        return self.inner.suggested_tlru()
+    def stats(self) -> WorkloadStats:
+        return self.inner.stats()
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()

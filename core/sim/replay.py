@@ -20,7 +20,6 @@ is wall time. Everything returned has ``to_dict()`` giving plain JSON types.
 from __future__ import annotations
 
 import copy
-import json
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -33,16 +32,18 @@ import torch
 from radix_evict.cache.args import check_int
 from radix_evict.cache.pool import KVPool
 from radix_evict.cache.radix_cache import RadixCache
-from radix_evict.errors import PolicyConfigError, RadixEvictError
-from radix_evict.policies.config import parse_json_config
-from radix_evict.policies.contract import EvictionPolicy
+from radix_evict.errors import RadixEvictError
+from radix_evict.policies.config import ConfigInput
+from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
+from radix_evict.policies.registry import registry
+from radix_evict.sim.configs import NONE, RunConfig, config_dict, describe_workload, resolve_config
+from radix_evict.sim.failures import RunFailure, guarded
 from radix_evict.sim.parallel import run_jobs
 from radix_evict.sim.winner import WINNER_RULE, choose_winner
 from radix_evict.sim.workloads import Request, Workload, get_workload
 
 ProgressFn = Callable[[int, int], None]
 
-DEFAULT_POLICIES: tuple[str, ...] = ("lru", "lfu", "slru", "priority", "tlru")
 TIMELINE_POINTS = 50
 PROGRESS_STEPS = 200
 
@@ -53,10 +54,15 @@ class ReplayError(RadixEvictError, RuntimeError):
 
 @dataclass(frozen=True)
 class PolicyRun:
-    """One policy and config to replay; ``label`` names it in tables."""
+    """One policy and config to replay; ``label`` names it in tables.
+
+    ``config`` is best the policy's validated config object (frozen, so one
+    object serves every replay and worker); :func:`as_runs` turns a dict or
+    JSON string into one. None: derived from each workload, or the defaults.
+    """
 
     policy: str
-    config: Mapping[str, Any] | None = None
+    config: PolicyConfig | Mapping[str, Any] | str | None = None
     label: str | None = None
 
     @property
@@ -262,30 +268,10 @@ def stats_dict(stats: Any) -> dict[str, Any]:
     return {k: v for k, v in vars(stats).items() if not k.startswith("_")}
 
 
-def resolve_config(
-    workload: Workload, policy: str, config: Mapping[str, Any] | str | None
-) -> tuple[dict[str, Any] | None, str]:
-    """The config to use and where it came from ("given", "workload-suggested", "none").
-
-    tlru cannot run without a config, so a tlru run without one takes the
-    workload's suggested config (``Workload.suggested_tlru``).
-    """
-    if isinstance(config, str):
-        value, problems = parse_json_config(policy, config)
-        if problems:
-            raise PolicyConfigError.from_problems(policy, problems)
-        return dict(value), "given"
-    if config is not None:
-        return dict(config), "given"
-    if policy == "tlru":
-        return workload.suggested_tlru().config, "workload-suggested"
-    return None, "none"
-
-
 def replay(
     workload: Workload,
     policy: str | EvictionPolicy = "lru",
-    policy_config: Mapping[str, Any] | str | None = None,
+    policy_config: ConfigInput | RunConfig = None,
     *,
     pool_tokens: int | None = None,
     page_size: int = 1,
@@ -302,7 +288,9 @@ def replay(
     rounded down to whole pages. ``progress(done, total)`` is called about
     200 times (arrivals done / arrivals in the workload), and once at the end.
     ``policy`` is a registered name or a policy object (the oracle's way in:
-    it is no registered policy).
+    it is no registered policy). ``policy_config`` is a validated config
+    object, a dict or JSON string (validated here), a :class:`RunConfig`
+    already resolved, or None (see :func:`radix_evict.sim.configs.resolve_config`).
     ``workload_info`` is the workload's ``describe()`` (as JSON types) when the
     caller already has it: several replays of one workload describe it once.
     Raises ReplayError if, after the replay, a lock is still held or the pool
@@ -315,9 +303,17 @@ def replay(
     if pool_size <= 0:
         raise ValueError(f"pool of {requested} tokens holds no whole page of {P}")
     name = policy if isinstance(policy, str) else policy.name
-    cfg, source = resolve_config(workload, name, policy_config)
+    if isinstance(policy_config, RunConfig):
+        run_config = policy_config
+    elif isinstance(policy, str):
+        run_config = resolve_config(workload, name, policy_config)
+    else:  # a policy object carries its own config
+        run_config = RunConfig(None, NONE)
     pool = KVPool(size=pool_size, page_size=P, device="cpu", layers=0)
-    cache = RadixCache(pool, page_size=P, policy=policy, policy_config=cfg)
+    if isinstance(policy, str):
+        cache = RadixCache(pool, page_size=P, policy=policy, policy_config=run_config.config)
+    else:
+        cache = RadixCache(pool, page_size=P, policy=policy)
 
     total = workload.num_requests
     tally = _Tally(total, timeline_points, keep_requests)
@@ -397,8 +393,8 @@ def replay(
         workload=workload.name,
         policy=name,
         label=label or name,
-        policy_config=cfg,
-        config_source=source,
+        policy_config=run_config.as_dict(),
+        config_source=run_config.source,
         pool_tokens=pool_size,
         page_size=P,
         requests=n,
@@ -426,14 +422,11 @@ def replay(
         end_evictable_tokens=cache.evictable_size(),
         end_available_tokens=pool.available_size(),
         workload_info=(
-            _safe_describe(workload) if workload_info is None else copy.deepcopy(workload_info)
+            describe_workload(workload) if workload_info is None
+            else copy.deepcopy(workload_info)
         ),
         per_request=tally.records,
     )
-
-
-def _safe_describe(workload: Workload) -> dict[str, Any]:
-    return json.loads(json.dumps(workload.describe(), default=str))
 
 
 def _check_accounting(cache: RadixCache, pool: KVPool, pool_size: int) -> None:
@@ -447,24 +440,29 @@ def _check_accounting(cache: RadixCache, pool: KVPool, pool_size: int) -> None:
         )
 
 
-def as_runs(
-    policies: Iterable[str | PolicyRun | tuple[str, Mapping[str, Any] | None]],
-) -> list[PolicyRun]:
-    """Normalise names, (name, config) pairs and PolicyRuns; make labels unique."""
+RunSpec = str | PolicyRun | tuple[str, PolicyConfig | Mapping[str, Any] | str | None]
+
+
+def as_runs(policies: Iterable[RunSpec]) -> list[PolicyRun]:
+    """Normalise names, (name, config) pairs and PolicyRuns; make labels unique.
+
+    Each config is validated here, once, into its policy's config object
+    (raises PolicyConfigError for a bad one); the replays share that object.
+    """
     runs: list[PolicyRun] = []
     for p in policies:
-        if isinstance(p, PolicyRun):
-            runs.append(p)
-        elif isinstance(p, str):
-            runs.append(PolicyRun(p))
-        else:
-            name, cfg = p
-            runs.append(PolicyRun(name, cfg))
+        if isinstance(p, str):
+            p = PolicyRun(p)
+        elif not isinstance(p, PolicyRun):
+            p = PolicyRun(*p)
+        if p.config is not None and not isinstance(p.config, PolicyConfig):
+            p = PolicyRun(p.policy, registry.parse_config(p.policy, p.config), p.label)
+        runs.append(p)
     names = [r.name for r in runs]
     out = []
     for r in runs:
-        if r.label is None and names.count(r.name) > 1 and r.config is not None:
-            keys = ",".join(f"{k}={v}" for k, v in sorted(dict(r.config).items()))
+        if r.label is None and names.count(r.name) > 1 and isinstance(r.config, PolicyConfig):
+            keys = ",".join(f"{k}={v}" for k, v in sorted(config_dict(r.config).items()))
             r = PolicyRun(r.policy, r.config, f"{r.policy}[{keys}]")
         out.append(r)
     labels = [r.name for r in out]
@@ -480,14 +478,22 @@ def _replay_jobs(
     page_size: int,
     timeline_points: int,
     infos: Mapping[int, dict[str, Any]],
-) -> list[Callable[[ProgressFn | None], ReplayResult]]:
-    """One job per (workload, run); ``infos`` is each workload's description, by id()."""
+    keep_going: bool = False,
+) -> list[Callable[[ProgressFn | None], ReplayResult | RunFailure]]:
+    """One job per (workload, run); ``infos`` is each workload's description, by id().
+
+    Configs are resolved here, in this process, so forked workers share the
+    validated (and derived) config objects instead of each building its own.
+    ``keep_going``: a job that raises returns a RunFailure instead (see
+    :mod:`radix_evict.sim.failures`), so the other jobs run to the end.
+    """
 
     def job(w: Workload, run: PolicyRun) -> Callable[[ProgressFn | None], ReplayResult]:
+        resolved = resolve_config(w, run.policy, run.config)
         return lambda progress: replay(
             w,
             run.policy,
-            run.config,
+            resolved,
             pool_tokens=pool_tokens,
             page_size=page_size,
             progress=progress,
@@ -496,36 +502,58 @@ def _replay_jobs(
             workload_info=infos[id(w)],
         )
 
-    return [job(w, run) for w, run in pairs]
+    if not keep_going:
+        return [job(w, run) for w, run in pairs]
+    return [guarded(job(w, run), workload=w.name, label=run.name, policy=run.policy)
+            for w, run in pairs]
+
+
+def _split(
+    out: Sequence[ReplayResult | RunFailure], failures: list[RunFailure] | None
+) -> list[ReplayResult]:
+    """The results; the failures go to ``failures``."""
+    if failures is not None:
+        failures.extend(r for r in out if isinstance(r, RunFailure))
+    return [r for r in out if isinstance(r, ReplayResult)]
 
 
 def replay_policies(
     workload: Workload,
-    policies: Iterable[str | PolicyRun | tuple[str, Mapping[str, Any] | None]] = DEFAULT_POLICIES,
+    policies: Iterable[RunSpec] | None = None,
     *,
     pool_tokens: int | None = None,
     page_size: int = 1,
     progress: ProgressFn | None = None,
     timeline_points: int = TIMELINE_POINTS,
     workers: int | None = 1,
+    failures: list[RunFailure] | None = None,
 ) -> list[ReplayResult]:
     """Replay one workload once per policy (x config); progress spans all of them.
 
     ``workers`` > 1 runs the policies in parallel processes (None: as many
     as :func:`radix_evict.sim.parallel.plan_workers` picks for this machine); the
-    figures are the same either way.
+    figures are the same either way. With a ``failures`` list, a run that
+    raises (a policy whose ``score()`` fails, say) is appended there and left
+    out of the results, and the other runs complete; without, it raises.
     """
-    runs = as_runs(policies)
+    runs = as_runs(default_policies() if policies is None else policies)
     # Described here once, not in each worker (a trace's description takes ~0.2 s).
-    infos = {id(workload): _safe_describe(workload)}
+    infos = {id(workload): describe_workload(workload)}
     pairs = [(workload, r) for r in runs]
-    jobs = _replay_jobs(pairs, pool_tokens, page_size, timeline_points, infos)
-    return run_jobs(jobs, [workload.num_requests] * len(runs), workers, progress)
+    jobs = _replay_jobs(pairs, pool_tokens, page_size, timeline_points, infos,
+                        keep_going=failures is not None)
+    out = run_jobs(jobs, [workload.num_requests] * len(runs), workers, progress)
+    return _split(out, failures)
+
+
+def default_policies() -> list[str]:
+    """What runs when no policy is named: the registry's own choices (extensions when asked)."""
+    return registry.own_choices()
 
 
 def policy_matrix(
     workloads: Iterable[str | Workload],
-    policies: Iterable[str | PolicyRun | tuple[str, Mapping[str, Any] | None]] = DEFAULT_POLICIES,
+    policies: Iterable[RunSpec] | None = None,
     *,
     seed: int = 0,
     pool_tokens: int | None = None,
@@ -533,24 +561,33 @@ def policy_matrix(
     progress: ProgressFn | None = None,
     timeline_points: int = TIMELINE_POINTS,
     workers: int | None = 1,
+    failures: list[RunFailure] | None = None,
 ) -> MatrixResult:
     """Replay every workload under every policy; name a winner per workload.
 
     Workload names are built with ``get_workload(name, seed=seed)``;
-    ``pool_tokens=None`` uses each workload's own default pool.
+    ``pool_tokens=None`` uses each workload's own default pool. With a
+    ``failures`` list, a run that raises goes there, and its label is left
+    out of the whole matrix (a column with holes compares nothing).
     """
     wls = [get_workload(w, seed=seed) if isinstance(w, str) else w for w in workloads]
-    runs = as_runs(policies)
-    infos = {id(w): _safe_describe(w) for w in wls}
+    runs = as_runs(default_policies() if policies is None else policies)
+    infos = {id(w): describe_workload(w) for w in wls}
     pairs = [(w, r) for w in wls for r in runs]
-    jobs = _replay_jobs(pairs, pool_tokens, page_size, timeline_points, infos)
-    results = run_jobs(jobs, [w.num_requests for w, _ in pairs], workers, progress)
+    jobs = _replay_jobs(pairs, pool_tokens, page_size, timeline_points, infos,
+                        keep_going=failures is not None)
+    out = run_jobs(jobs, [w.num_requests for w, _ in pairs], workers, progress)
+    failed = {f.label for f in out if isinstance(f, RunFailure)}
+    results = [r for r in _split(out, failures) if r.label not in failed]
+    labels = [r.name for r in runs if r.name not in failed]
     winners: dict[str, str] = {}
-    for i, w in enumerate(wls):
-        winners[w.name] = choose_winner(results[i * len(runs) : (i + 1) * len(runs)])[0].label
+    for w in wls:
+        cells = [r for r in results if r.workload == w.name]
+        if cells:
+            winners[w.name] = choose_winner(cells)[0].label
     return MatrixResult(
         workloads=[infos[id(w)] for w in wls],
-        policies=[r.name for r in runs],
+        policies=labels,
         results=results,
         winners=winners,
     )

@@ -12,8 +12,11 @@ import numpy as np
 import torch
 
 from radix_evict.cache.eviction import is_evictable_leaf
+from radix_evict.cache.ownership import CACHED, CALLER, FREE
 from radix_evict.cache.radix_cache import RadixCache
 from radix_evict.cache.tree import TOKEN_BYTES
+
+OWNER_NAMES = {FREE: "free", CALLER: "a caller's", CACHED: "a cache node's"}
 
 
 class InvariantError(AssertionError):
@@ -33,7 +36,7 @@ def check_cache(cache: RadixCache, held_by_callers: Iterable[Any] = ()) -> None:
     (not yet given to the cache). Checked: links, page alignment, lengths,
     lock counts, prefix and history lengths, evictable/protected sizes, the
     eviction candidates, and that every pool slot is free, held by exactly one
-    node, or held by a caller.
+    node, or held by a caller (and, for a KVPool, that its owner table agrees).
     """
 
     def fail(msg: str) -> None:
@@ -105,3 +108,18 @@ def check_cache(cache: RadixCache, held_by_callers: Iterable[Any] = ()) -> None:
         held_but_free = every[free_mask()[every]]
         if len(held_but_free):
             fail(f"slot {int(held_but_free[0])} is held but the pool counts it as free")
+    slot_owners = getattr(pool, "slot_owners", None)
+    if slot_owners is not None:  # a KVPool: its owner table must say the same
+        owners = slot_owners()
+        for slots, state, who in (
+            (tree_slots, CACHED, "the tree"),
+            (caller_slots, CALLER, "a caller"),
+        ):
+            wrong = slots[owners[slots] != state]
+            if len(wrong):
+                fail(
+                    f"slot {int(wrong[0])} is held by {who} but the pool's owner table "
+                    f"says {OWNER_NAMES[int(owners[wrong[0]])]}"
+                )
+            if int((owners == state).sum()) != len(slots):
+                fail(f"the pool's owner table gives {who} slots that {who} does not hold")

@@ -135,13 +135,28 @@ def _hit_verdict(name: str, res: Sequence[Mapping[str, Any]], lru: Mapping[str, 
             f"{_pct(lru['hit_rate'])}.")
 
 
-def _tlru_line(run: Mapping[str, Any]) -> str | None:
-    derived = run["simulate"].get("tlru_derived") or {}
+DERIVED_SUFFIX = "_derived"  # simulate --json: NAME_derived for each policy that derives its config
+
+
+def derived_policies(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Policies whose config simulate derived in at least one run, in the JSON's order."""
+    names: list[str] = []
+    for run in runs:
+        for key, value in run["simulate"].items():
+            name = key[: -len(DERIVED_SUFFIX)]
+            if key.endswith(DERIVED_SUFFIX) and value and name not in names:
+                names.append(name)
+    return names
+
+
+def _derived_line(run: Mapping[str, Any], policy: str) -> str | None:
+    derived = run["simulate"].get(policy + DERIVED_SUFFIX) or {}
     if not derived:
         return None
     (_, info), *_ = derived.items()
-    return (f"- {run_name(run)}: {code(as_json(info['config']))}, "
-            f"from a mean next-turn growth of {info['mean_growth']:,.1f} tokens.")
+    growth = info.get("mean_growth")
+    why = f", from a mean next-turn growth of {growth:,.1f} tokens" if growth is not None else ""
+    return f"- {run_name(run)}: {code(as_json(info['config']))}{why}."
 
 
 def choosing_sections(results: Mapping[str, Any]) -> dict[str, str]:
@@ -156,10 +171,10 @@ def choosing_sections(results: Mapping[str, Any]) -> dict[str, str]:
         settings += ["", f"The traces were cut to their first {results['trace_limit']:,} "
                      "requests (`--trace-limit`)."]
     settings += ["", *_settings_table(runs)]
-    tlru = [line for line in (_tlru_line(r) for r in runs) if line]
-    if tlru:
-        settings += ["", "tlru ran with the config simulate derives from each workload "
-                     "when none is given:", "", *tlru]
+    for policy in derived_policies(runs):
+        lines = [line for line in (_derived_line(r, policy) for r in runs) if line]
+        settings += ["", f"{policy} ran with the config simulate derives from each workload "
+                     "when none is given:", "", *lines]
     tables: list[str] = []
     for run in runs:
         sim = run["simulate"]

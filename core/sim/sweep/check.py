@@ -15,9 +15,6 @@ from radix_evict import registry
 from radix_evict.errors import ConfigProblem, PolicyConfigError, RadixEvictError
 from radix_evict.sim.sweep.grid import Cell
 
-# Policies whose config the replay derives from the workload when none is given.
-DERIVED_CONFIG = ("tlru",)
-
 
 @dataclass(frozen=True)
 class CellProblems:
@@ -51,12 +48,16 @@ class SweepGridError(RadixEvictError, ValueError):
 
 
 def config_problems(policy: str, config: dict[str, object] | None) -> list[ConfigProblem]:
-    """The registry's verdict on one (policy, config) as the CLI offers policies."""
-    if config is None and policy in DERIVED_CONFIG:
-        try:
-            registry.check_choice(policy)
-        except PolicyConfigError as exc:
-            return list(exc.problems)
+    """The registry's verdict on one (policy, config) as the CLI offers policies.
+
+    No config for a policy whose spec derives one is fine: the replay derives
+    it from each cell's workload.
+    """
+    try:
+        spec = registry.check_choice(policy)
+    except PolicyConfigError as exc:
+        return list(exc.problems)
+    if config is None and spec.derive_config is not None:
         return []
     return registry.validate(policy, config, extended=False)
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from radix_evict.sim.replay import DEFAULT_POLICIES
+from radix_evict.sim.replay import default_policies
 from radix_evict.sim.sweep.grid import Grid, PolicyAxes
 from radix_evict.sim.sweep.sources import make_sources
 from radix_evict.sim.sweep.values import SweepValueError, parse_counts, parse_values
@@ -72,7 +72,7 @@ class GridParts:
 
 
 def make_grid(parts: GridParts) -> Grid:
-    """The grid of ``parts``, with defaults: the five public policies, ``chat``, seed 0."""
+    """The grid of ``parts``, with defaults: the registry's own choices, ``chat``, seed 0."""
     policies = list(dict.fromkeys(parts.policies or []))
     if policies:
         stray = [p for p in parts.vary if p not in policies]
@@ -81,7 +81,7 @@ def make_grid(parts: GridParts) -> Grid:
                 f"-g {stray[0]}.KEY: {stray[0]!r} is not among the sweep's policies "
                 f"({', '.join(policies)}); add -p {stray[0]}")
     else:
-        policies = list(parts.vary) or list(DEFAULT_POLICIES)
+        policies = list(parts.vary) or default_policies()
     for p, keys in parts.vary.items():
         for k, values in keys.items():
             if not values:

@@ -22,15 +22,12 @@ from radix_evict.sim.workloads.base import (
     Request,
     Session,
     SessionWorkload,
-    TlruSuggestion,
     Turn,
     Workload,
     WorkloadError,
     WorkloadParams,
     WorkloadTypeError,
     param_docs,
-    suggest_tlru,
-    tlru_threshold_rule,
 )
 from radix_evict.sim.workloads.trace import (
     MooncakeTrace,
@@ -129,7 +126,6 @@ __all__ = [
     "Request",
     "Session",
     "SessionWorkload",
-    "TlruSuggestion",
     "TraceError",
     "TraceFileError",
     "TraceParams",
@@ -142,7 +138,5 @@ __all__ = [
     "get_workload",
     "load_trace",
     "param_docs",
-    "suggest_tlru",
-    "tlru_threshold_rule",
     "workload_names",
 ]

@@ -7,9 +7,9 @@ comes back ``tool_gap_mean`` seconds later as the next prompt (about
 human pauses for ``think_mean`` seconds, which is when the session's history
 is at risk. Histories grow to tens of thousands of tokens.
 
-The next-turn size is what tlru is configured with: ``suggested_tlru()`` takes
+The next-turn size is what tlru is configured with: its config deriver takes
 the mean growth of the generated follow-up turns (tool results and human
-messages) as ``next_prompt_estimate``.
+messages, ``Workload.stats()``) as ``next_prompt_estimate``.
 """
 
 from __future__ import annotations

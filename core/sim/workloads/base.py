@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from radix_evict.cache.args import check_int, check_number
 from radix_evict.errors import RadixEvictError
+from radix_evict.policies.derive import WorkloadStats
 
 Tokens = npt.NDArray[np.int64]
 
@@ -153,63 +154,6 @@ class Session:
     priority: int = 0
 
 
-@dataclass(frozen=True)
-class TlruSuggestion:
-    """A tlru config derived from the workload, and how it was derived.
-
-    ``next_prompt_estimate`` is the mean next-turn growth: the prompt tokens a
-    request adds beyond what its own session (or, for a trace, any earlier
-    request) already put in the cache. ``threshold`` follows
-    :func:`tlru_threshold_rule`; it is always greater than the estimate, as
-    tlru requires.
-    """
-
-    threshold: int
-    next_prompt_estimate: int
-    mean_growth: float
-    samples: int
-    derivation: str
-
-    @property
-    def config(self) -> dict[str, int]:
-        """The policy_config to hand to ``RadixCache(policy="tlru", ...)``."""
-        return {"threshold": self.threshold, "next_prompt_estimate": self.next_prompt_estimate}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "config": self.config}
-
-
-THRESHOLD_ROUNDING = 64
-
-
-def tlru_threshold_rule(estimate: int) -> int:
-    """threshold = 2 x estimate, rounded up to a multiple of 64, and > estimate.
-
-    Why: T-LRU keeps ``history + estimate - threshold`` tokens of a conversation
-    cached, so at most ``threshold - estimate`` (about one estimate) of its tail
-    can be evicted; a returning turn then re-prefills that tail plus its own
-    growth, which stays near the threshold instead of the whole history.
-    """
-    raw = max(2 * estimate, estimate + 1)
-    return -(-raw // THRESHOLD_ROUNDING) * THRESHOLD_ROUNDING
-
-
-def suggest_tlru(growth: Sequence[int] | npt.NDArray[np.int64], what: str) -> TlruSuggestion:
-    """Build a TlruSuggestion from per-request growth samples (tokens)."""
-    values = np.asarray(growth, dtype=np.float64)
-    mean = float(values.mean()) if values.size else 0.0
-    estimate = round(mean)
-    threshold = tlru_threshold_rule(estimate)
-    derivation = (
-        f"next_prompt_estimate = {estimate}: mean next-turn growth {mean:.1f} tokens over "
-        f"{values.size:,} {what}; threshold = {threshold}: 2 x estimate rounded up to a multiple "
-        f"of {THRESHOLD_ROUNDING} (must exceed the estimate; at most about one estimate of a "
-        f"conversation's tail is then TEL-safe, so a returning turn re-prefills about "
-        f"threshold tokens instead of its whole history)"
-    )
-    return TlruSuggestion(threshold, estimate, mean, int(values.size), derivation)
-
-
 def service_time(prompt_len: int, output_len: int, params: WorkloadParams) -> float:
     """Cache-independent service time, as in the harness: keeps the op order fixed."""
     return 0.05 + prompt_len / params.prefill_rate + output_len / params.decode_rate
@@ -241,7 +185,7 @@ class Workload(ABC):
     """A replayable, seed-deterministic request stream.
 
     Subclasses provide ``events()``; everything a report needs about the
-    workload (parameters, default pool, suggested tlru config) lives here too,
+    workload (parameters, default pool, measured statistics) lives here too,
     so the CLI can print it next to the figures.
     """
 
@@ -266,13 +210,14 @@ class Workload(ABC):
     def service_time(self, prompt_len: int, output_len: int) -> float:
         return service_time(prompt_len, output_len, self.params)
 
-    def suggested_tlru(self) -> TlruSuggestion:
-        """The tlru config this workload suggests (see TlruSuggestion)."""
-        cached: TlruSuggestion | None = getattr(self, "_tlru", None)
+    def stats(self) -> WorkloadStats:
+        """What a policy's config deriver is told about this workload (measured once)."""
+        cached: WorkloadStats | None = getattr(self, "_stats", None)
         if cached is None:
-            samples, what = self.growth_samples()
-            cached = suggest_tlru(samples, what)
-            self._tlru = cached
+            growth, what = self.growth_samples()
+            cached = WorkloadStats(self.name, self.num_requests,
+                                   np.asarray(growth, dtype=np.int64), what)
+            self._stats = cached
         return cached
 
     def requests(self) -> Iterator[Request]:
@@ -289,7 +234,6 @@ class Workload(ABC):
             "params": self.params.to_dict(),
             "requests": self.num_requests,
             "default_pool_tokens": self.default_pool_tokens,
-            "suggested_tlru": self.suggested_tlru().to_dict(),
         }
 
 
