@@ -45,10 +45,10 @@ def test_sweep_prints_the_grid_size_then_rows_and_summary(tmp_path: Path) -> Non
 
 def test_a_bad_cell_fails_at_once_and_runs_nothing(tmp_path: Path) -> None:
     out = tmp_path / "rows.jsonl"
-    r = run("-p", "lru", "-p", "slru", "-g", "slru.protected_threshold=2,0", *SMALL,
+    r = run("-p", "lru", "-p", "slru", "-g", "slru.protected_threshold=2,-1", *SMALL,
             "--out", str(out), "--json")
     assert r.exit_code == 1, r.output
-    assert "cell 5 of 6 (slru {\"protected_threshold\":0}" in r.stderr
+    assert "cell 5 of 6 (slru {\"protected_threshold\":-1}" in r.stderr
     assert "and 1 more cell with this config" in r.stderr
     data = json.loads(r.stdout)
     assert data["status"] == "error" and data["errors"][0]["key"] == "protected_threshold"
@@ -121,3 +121,15 @@ def test_ctrl_c_stops_cleanly_keeps_finished_cells_and_resumes(tmp_path: Path) -
     assert f"{len(kept)} already in" in done.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 16 and len({r["cell"] for r in rows}) == 16
+
+
+def test_oracle_adds_reference_lines_to_the_summary() -> None:
+    r = run("-p", "lru", *SMALL, "--oracle", "--json")
+    assert r.exit_code == 0, r.output
+    assert "+ 3 reference cells (oracle, ceiling) = 5 cells" in r.stderr
+    data = json.loads(r.stdout)
+    curves = {c["policy"]: c for c in data["summary"]["curves"]}
+    assert set(curves) == {"lru", "oracle"}
+    (ceiling,) = data["summary"]["ceilings"].values()
+    assert all(h <= ceiling + 1e-12 for c in curves.values() for h in c["hit_rate"])
+    assert [b["policy"] for b in data["summary"]["best_configs"]] == ["lru"]

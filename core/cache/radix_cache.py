@@ -110,7 +110,7 @@ class RadixCache:
         self._on_insert: Callable[[TreeNode], Any] | None = hooks.on_insert
         self._on_hit: Callable[[TreeNode], Any] | None = hooks.on_hit
         self._on_split: Callable[[TreeNode, TreeNode], Any] | None = hooks.on_split
-        self._clock = 0
+        self._clock: float = 0.0  # SGLang's logical clock: one tick per stamp
         self._init_tree()
 
     # ------------------------------------------------------------------ sizes
@@ -142,11 +142,16 @@ class RadixCache:
         P = self.page_size
         n = len(arr) // P * P
         root = self._root
+        if not n:
+            st = self.stats
+            st.match_calls += 1
+            st.queried_tokens += len(arr)
+            return MatchResult(0, self._empty, root)  # an empty key is no use: no stamp
         clock0 = self._clock
         root_time = root.last_access_time
         path: list[TreeNode] = []
         split: _Split | None = None
-        times: list[int] | None = None
+        times: list[float] | None = None
         off = 0
         try:
             if n:
@@ -178,7 +183,7 @@ class RadixCache:
             on_hit = self._on_hit
             if offered is not None or on_hit is not None:
                 times = [x.last_access_time for x in path]  # for the undo below
-            self._stamp(path, self._clock)
+            self._stamp(path)
             if on_hit is not None:
                 for x in path:
                     on_hit(x)
@@ -203,12 +208,18 @@ class RadixCache:
         indices = self._slots.to_tensor([x.value for x in path])
         return MatchResult(hit, indices, path[-1])
 
-    def _stamp(self, path: list[TreeNode], t: int) -> None:
-        """Stamp root..last in ascending order from ``t``: deeper nodes count as more recent."""
+    def _stamp(self, path: list[TreeNode]) -> None:
+        """One tick for the whole path, as SGLang stamps it.
+
+        The matched node gets it, each ancestor (the root too) 1e-5 less, so
+        deeper nodes count as more recent.
+        """
+        t = self._clock + 1.0
+        self._clock = t
+        for x in reversed(path):
+            x.last_access_time = t
+            t -= 0.00001
         self._root.last_access_time = t
-        for i, x in enumerate(path, 1):
-            x.last_access_time = t + i
-        self._clock = t + len(path) + 1
 
     # ----------------------------------------------------------------- insert
     def insert(
@@ -283,7 +294,7 @@ class RadixCache:
         clock0 = self._clock
         root = self._root
         root_time = root.last_access_time
-        touched: list[tuple[TreeNode, int, int, int]] = []
+        touched: list[tuple[TreeNode, float, int, int]] = []
         split: _Split | None = None
         leaf: TreeNode | None = None
         raised: list[tuple[TreeNode, int]] = []
@@ -367,9 +378,11 @@ class RadixCache:
         assert parent is not None and 0 < m < child.num_tokens
         cut = m * TOKEN_BYTES
         ck = child.key_bytes
-        t = self._clock + 1
+        t = self._clock + 1.0
         head_value, child.value = self._slots.split(child.value, m)
         head = TreeNode(parent, ck[:cut], head_value, t, child.priority)
+        # SGLang draws a creation tick for the new node too (t + 1) before giving it the
+        # child's creation_time, so the child's re-stamp comes two ticks later.
         head.creation_time = child.creation_time
         head.hit_count = child.hit_count
         head.lock_ref = child.lock_ref
@@ -378,8 +391,8 @@ class RadixCache:
         child.key_bytes = ck[cut:]
         child.num_tokens -= m
         child.parent = head
-        child.last_access_time = t + 1
-        self._clock = t + 1
+        child.last_access_time = t + 2.0
+        self._clock = t + 2.0
         head.children[child.key_bytes[:pb]] = child
         parent.children[ck[:pb]] = head
         self._num_nodes += 1
