@@ -5,8 +5,10 @@ Deployments with ``command``/``args``, StatefulSets with a ``bash -c`` block,
 compose files, Helm values, SGLang ``--config`` files, shell scripts,
 Dockerfiles; a tenth of them with an eviction mistake), then times the CLI
 on the whole folder in a fresh process (imports included, as CI runs it) and
-the in-process ``lint_files`` call. A benchmark, not a test: the figures are
-for the record.
+the in-process ``lint_files`` call; then lints hostile inputs one by one
+(100,000-level nesting, a self-referencing alias, a 9-level billion laughs,
+5 MB and 50 MB YAML, /dev/zero, a FIFO). A benchmark, not a test: the figures
+are for the record.
 
     .venv/bin/python bench/bench_lint.py [--files 1000] [--repeat 3] [--keep DIR]
 """
@@ -103,11 +105,48 @@ def generate(folder: Path, n: int) -> int:
     return bad
 
 
+def hostile(folder: Path) -> list[tuple[str, Path]]:
+    """The inputs the issue tried: each must end in its own error (or pass), quickly."""
+    out = []
+
+    def write(name: str, text: str) -> Path:
+        path = folder / name
+        path.write_text(text)
+        return path
+
+    out.append(("nested 100,000 levels",
+                write("deep.yaml", "radix-eviction-policy: " + "[" * 100_000 + "]" * 100_000)))
+    out.append(("self-referencing alias", write("cycle.yaml", "radix-eviction-policy: &a [*a]\n")))
+    laughs = ['a0: &a0 ["lol"]'] + [
+        f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    out.append(("billion laughs, 9 levels",
+                write("laughs.yaml", "\n".join([*laughs, "radix-eviction-policy: *a9"]) + "\n")))
+    items = "".join(f"  - {{name: item-{i}, value: {i}, tags: [a, b, c]}}\n"
+                    for i in range(100_000))
+    out.append(("5 MB YAML", write("big5.yaml", "items:\n" + items +
+                                   "radix-eviction-policy: lfuu\n")))
+    with (folder / "big50.yaml").open("w") as f:
+        f.write("items:\n")
+        for _ in range(10):
+            f.write(items)
+        f.write("radix-eviction-policy: lfuu\n")
+    out.append(("50 MB YAML", folder / "big50.yaml"))
+    out.append(("/dev/zero", Path("/dev/zero")))
+    import os
+
+    fifo = folder / "fifo.yaml"
+    os.mkfifo(fifo)
+    out.append(("a FIFO", fifo))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=3, help="runs; the median is shown")
     ap.add_argument("--keep", type=Path, default=None, help="write the folder here and keep it")
+    ap.add_argument("--no-hostile", dest="hostile", action="store_false",
+                    help="skip the hostile inputs (deep nesting, alias bombs, huge files, FIFOs)")
     a = ap.parse_args()
     folder = a.keep or Path(tempfile.mkdtemp(prefix="bench_lint_"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -140,6 +179,17 @@ def main() -> None:
               f"({inner / report['files'] * 1e3:.2f} ms per file)")
         if failed != bad:
             sys.exit(f"expected {bad} failing files, lint failed {failed}")
+        if a.hostile:
+            odd = folder / "hostile"
+            odd.mkdir()
+            print("hostile inputs (in process, one file each):")
+            for what, path in hostile(odd):
+                start = time.perf_counter()
+                found = lint_files([path]).problems
+                took = time.perf_counter() - start
+                kinds = ", ".join(sorted({p.type for p in found})) or "passes"
+                longest = max((len(p.msg) for p in found), default=0)
+                print(f"  {what:<26} {took:7.2f} s  {kinds} (longest message {longest} chars)")
     finally:
         if a.keep is None:
             shutil.rmtree(folder)

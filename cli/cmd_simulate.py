@@ -18,10 +18,11 @@ import typer
 
 from radix_evict.sim.bound import Bound
 from radix_evict.sim.configs import describe_workload
+from radix_evict.sim.failures import RunFailure
 from radix_evict.sim.replay import PolicyRun, ReplayResult, policy_matrix, replay_policies
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload, workload_names
 
-from . import output
+from . import output, simulate_failures
 from .errors import EXIT_USAGE, CliError, mark_json
 from .options import parse_params
 from .simulate_derived import derived_notes
@@ -83,7 +84,7 @@ def _bounds(wls: Sequence[Workload], results: Sequence[ReplayResult], *,
 def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
                 page_size: int, seed: int, json_out: bool, plot: Path | None,
                 metrics: Path | None, progress: bool, jobs: int | None,
-                oracle: bool = False) -> None:
+                oracle: bool = False, verbose: bool = False) -> None:
     """One workload (or trace): a table per policy and a recommendation."""
     pool = wl.default_pool_tokens if pool_tokens is None else pool_tokens
     output.note(f"workload {wl.name} (seed {wl.seed}): {wl.num_requests:,} requests; "
@@ -91,9 +92,12 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
                 f"{', '.join(r.name for r in runs)}")
     derived = derived_notes([wl], runs)
     t0 = time.perf_counter()
+    failures: list[RunFailure] = []
     with output.progress_bar(f"replaying {wl.name}", enabled=progress) as prog:
         results = replay_policies(wl, runs, pool_tokens=pool_tokens, page_size=page_size,
-                                  progress=prog, workers=jobs)
+                                  progress=prog, workers=jobs, failures=failures)
+    if not results:
+        raise simulate_failures.all_failed(failures)
     bound = None
     if oracle:
         bound = _bounds([wl], results, pool_tokens=pool_tokens, page_size=page_size,
@@ -119,6 +123,7 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
             "page_size": page_size, "policies": [r.name for r in runs],
             "results": [r.to_dict() for r in results],
             "recommendation": rec.to_dict(), **derived, "wall_s": wall,
+            "failures": [f.to_dict() for f in failures],
         }
         if wl.name == TIERS_WORKLOAD:
             data["tier_hit_rates"] = {r.label: r.tier_hit_rates for r in results}
@@ -134,26 +139,30 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
         _print_recommendation(rec)
     output.note(f"wall time {wall:.2f} s for {len(results)} replays of "
                 f"{wl.num_requests:,} requests")
+    simulate_failures.finish(failures, verbose)
 
 
 def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int | None,
                 page_size: int, seed: int, json_out: bool, plot: Path | None,
                 metrics: Path | None, progress: bool, jobs: int | None,
-                oracle: bool = False) -> None:
+                oracle: bool = False, verbose: bool = False) -> None:
     """Several workloads: policy x workload matrix with a winner per workload."""
     output.note(f"{len(wls)} workloads x {len(runs)} policies: "
                 f"{sum(w.num_requests for w in wls) * len(runs):,} request replays")
     derived = derived_notes(wls, runs)
     t0 = time.perf_counter()
+    failures: list[RunFailure] = []
     with output.progress_bar("policy x workload", enabled=progress) as prog:
         m = policy_matrix(wls, runs, seed=seed, pool_tokens=pool_tokens, page_size=page_size,
-                          progress=prog, workers=jobs)
+                          progress=prog, workers=jobs, failures=failures)
+    if not m.results:
+        raise simulate_failures.all_failed(failures)
     bounds: dict[str, Bound] = {}
     if oracle:
         bounds = _bounds(wls, m.results, pool_tokens=pool_tokens, page_size=page_size,
                          progress=progress, jobs=jobs)
     wall = time.perf_counter() - t0
-    names = [w.name for w in wls]
+    names = [w.name for w in wls if w.name in m.winners]
     recs = {w: recommend([r for r in m.results if r.workload == w]) for w in names}
     winners = {w: rec.policy for w, rec in recs.items()}
     _warn_failed(m.results)
@@ -172,7 +181,8 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
         data.update({"mode": "matrix", "seed": seed, "page_size": page_size,
                      "winners": winners, "winner_rule": RULE,
                      "recommendations": {w: r.to_dict() for w, r in recs.items()},
-                     **derived, "wall_s": wall})
+                     **derived, "wall_s": wall,
+                     "failures": [f.to_dict() for f in failures]})
         if tiers:
             data["tier_hit_rates"] = {r.label: r.tier_hit_rates for r in tiers}
         if bounds:
@@ -187,6 +197,7 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
         for w, rec in recs.items():
             _print_recommendation(rec, prefix=f"{w}: ")
     output.note(f"wall time {wall:.2f} s for {len(m.results)} replays")
+    simulate_failures.finish(failures, verbose)
 
 
 def _run_engine(setup: tuple[Workload, list[Any]], runs: list[PolicyRun], *,
@@ -369,7 +380,8 @@ def simulate(
         wls = build_workloads(name, params, seed)
         runs = build_runs(policy, config)
     check_workload_pools(wls, pool_tokens, page_size)
-    common: dict[str, Any] = {"pool_tokens": pool_tokens, "page_size": page_size, "seed": seed,
+    common: dict[str, Any] = {"verbose": bool(getattr(ctx.obj, "verbose", False)),
+                              "pool_tokens": pool_tokens, "page_size": page_size, "seed": seed,
                               "json_out": json_out, "plot": plot, "metrics": metrics,
                               "progress": progress, "jobs": jobs, "oracle": oracle}
     if len(wls) == 1 and name != ALL:

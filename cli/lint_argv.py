@@ -31,6 +31,7 @@ CONFIG_FILE_FLAG = "--config"
 CONFIG_FLAG_MIN_PREFIX = "--radix-eviction-policy-"
 CONFIG_FILE_MIN_PREFIX = "--conf"
 OTHER_RADIX_FLAGS = ("--radix-cache-backend",)
+DISABLE_FLAG, DISABLE_FLAG_MIN_PREFIX = "--disable-radix-cache", "--disable-r"
 NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 FLAGS = (POLICY_FLAG, CONFIG_FLAG)
 
@@ -57,6 +58,8 @@ class Resolved:
     problems: list[LintProblem]
     # Earlier occurrences: argparse still checks each value (choices, JSON) as it reads it.
     overridden: list[Occurrence] = field(default_factory=list)
+    # --disable-radix-cache: SGLang's cache then builds no eviction strategy at all.
+    cache_disabled: bool = False
 
 
 def problem_at(word: Text, index: int, type_: str, msg: str, *, loc: str, hint: str | None = None,
@@ -143,7 +146,7 @@ def resolve(inv: Invocation, load: ConfigLoader | None = None) -> Resolved:
     prefix = f"{inv.loc} " if inv.loc and inv.style == "argv" else ""
     i = 0
     n = len(args)
-    after_dashes = False
+    after_dashes = disabled = False
     while i < n:
         arg = args[i]
         token = arg.text
@@ -152,6 +155,9 @@ def resolve(inv: Invocation, load: ConfigLoader | None = None) -> Resolved:
             after_dashes = True
             continue
         kind, flag, explicit = _kind(token)
+        if (not after_dashes and len(token) >= len(DISABLE_FLAG_MIN_PREFIX)
+                and DISABLE_FLAG.startswith(token)):
+            disabled = True
         if after_dashes and kind in ("exact", "abbrev"):
             problems.append(problem_at(arg.word, 0, "unknown_option",
                                        f"after '--' argparse takes {token!r} as a positional "
@@ -218,7 +224,8 @@ def resolve(inv: Invocation, load: ConfigLoader | None = None) -> Resolved:
                 loc=prefix + flag, hint=f"write {flag} in full", severity=WARNING))
         found[flag].append(Occurrence(flag, arg, value, prefix + label))
     for flag, occurrences in found.items():
-        for early in occurrences[:-1]:
+        # In a mapping, a setting given twice is already an error (duplicate_setting).
+        for early in occurrences[:-1] if inv.style != "mapping" else ():
             line, col = occurrences[-1].name.word.where(0)
             last = occurrences[-1].name.word.source.path
             problems.append(problem_at(
@@ -228,7 +235,7 @@ def resolve(inv: Invocation, load: ConfigLoader | None = None) -> Resolved:
     policy = found[POLICY_FLAG][-1] if found[POLICY_FLAG] else None
     config = found[CONFIG_FLAG][-1] if found[CONFIG_FLAG] else None
     earlier = [o for occurrences in found.values() for o in occurrences[:-1]]
-    return Resolved(policy, config, problems, earlier)
+    return Resolved(policy, config, problems, earlier, disabled)
 
 
 class LabelledArg(Arg):

@@ -9,6 +9,7 @@ memory or recursion.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .lint_text import Source, Text, aligned
@@ -40,12 +41,17 @@ class ParseFailure(Exception):
 class Node:
     """A mapping (``items`` of key/value node pairs), sequence (``items`` of nodes) or scalar."""
 
-    __slots__ = ("_text", "end", "items", "kind", "parent", "source", "start", "style", "value")
+    __slots__ = ("_resolve", "_text", "_value", "end", "items", "kind", "parent", "raw",
+                 "source", "start", "style")
 
     def __init__(self, kind: str, start: int, source: Source, value: Any = None,
-                 style: str = "", end: int = 0) -> None:
+                 style: str = "", end: int = 0, raw: str | None = None,
+                 resolve: Callable[[], Any] | None = None) -> None:
         self.kind = kind
-        self.value = value
+        self._value = value
+        # The scalar as written (a YAML scalar's text before typing), for cheap searches.
+        self.raw = raw if raw is not None else (value if isinstance(value, str) else None)
+        self._resolve = resolve
         self.start = start
         self.end = end
         self.items: list[Any] = []
@@ -53,6 +59,13 @@ class Node:
         self.source = source
         self._text: Text | None = None
         self.parent: Text | None = None  # set when the node was parsed out of a Text
+
+    @property
+    def value(self) -> Any:
+        """The scalar's Python value (typed on first use, as ``yaml.safe_load`` types it)."""
+        if self._resolve is not None:
+            self._value, self._resolve = self._resolve(), None
+        return self._value
 
     @property
     def is_map(self) -> bool:

@@ -18,11 +18,12 @@ from .lint_text import Text
 OPERATORS = frozenset(";&|()")
 BLANKS = frozenset(" \t\r")
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-OPAQUE = re.compile(r"\$[{(]|\$[A-Za-z_0-9@*#?$!-]|`")
+# Shell and Kubernetes expansions, and Helm/Jinja template tags.
+OPAQUE = re.compile(r"\$[{(]|\$[A-Za-z_0-9@*#?$!-]|`|\{\{|\{%")
 
 
 def is_opaque(word: str) -> bool:
-    """Whether the word holds an expansion only the deploy environment can fill in."""
+    """Whether the word holds an expansion or template only the deploy can fill in."""
     return OPAQUE.search(word) is not None
 
 

@@ -50,6 +50,16 @@ def normalize_key(key: Any) -> str:
     return str(key).lstrip("-").replace("_", "-").lower()
 
 
+COMMAND_KEYS = frozenset({"args", "command", "entrypoint"})
+
+
+def is_setting_key(key: Node) -> bool:
+    """Whether a mapping key names one of SGLang's two eviction settings (any spelling)."""
+    raw = key.raw
+    return (key.kind == "scalar" and raw is not None and raw.lstrip("-")[:1] in ("r", "R")
+            and normalize_key(raw) in SETTING_KEYS)
+
+
 def mentions(text: str) -> bool:
     return MENTION.search(text) is not None
 
@@ -153,7 +163,7 @@ class TreeWalker:
         while stack:
             node, path = stack.pop()
             if node.kind == "scalar":
-                if isinstance(node.value, str) and mentions(node.value):
+                if node.raw and mentions(node.raw) and isinstance(node.value, str):
                     self.invocations.extend(from_script(node.text(), dotted(path), self.base_dir))
                 continue
             if id(node) in self._seen:
@@ -161,7 +171,8 @@ class TreeWalker:
             self._seen.add(id(node))
             children: list[tuple[Node, tuple[Any, ...]]] = []
             if node.kind == "seq":
-                argv = _argv_of(node, False)
+                named = any(n.raw and mentions(n.raw) for n in node.items if n.kind == "scalar")
+                argv = _argv_of(node, False) if named else None
                 if argv is not None and any(mentions(a.text) for a in argv):
                     self.invocations.extend(from_words(argv, dotted(path), self.base_dir))
                     continue
@@ -175,13 +186,12 @@ class TreeWalker:
     def _mapping(self, node: Node, path: tuple[Any, ...], root_level: bool) -> set[int]:
         """Settings keys and container commands in one mapping; returns the value nodes used."""
         consumed: set[int] = set()
-        settings = [(k, v) for k, v in node.items if k.kind == "scalar"
-                    and normalize_key(k.value) in SETTING_KEYS]
+        settings = [(k, v) for k, v in node.items if is_setting_key(k)]
         if settings:
             consumed |= {id(v) for _, v in settings}
             self._settings(node, settings, path, root_level and self.config_file_root)
-        keys = {str(k.value): v for k, v in node.items if k.kind == "scalar"}
-        if "args" in keys or "command" in keys or "entrypoint" in keys:
+        keys = {k.raw: v for k, v in node.items if k.raw in COMMAND_KEYS}
+        if keys:
             first, second = (("command", "args") if "args" in keys else ("entrypoint", "command"))
             parts = [(name, keys[name]) for name in (first, second) if name in keys]
             argvs = [(name, _argv_of(v, True)) for name, v in parts]
@@ -210,7 +220,7 @@ class TreeWalker:
                     f"line {line}, column {col}): tools disagree on which one counts",
                     loc=dotted((*path, str(k.value))), hint="keep one"))
         args: list[Arg] = []
-        for k, v in _as_loaded(settings) if config_file else _last_per_flag(settings):
+        for k, v in _as_loaded(settings) if config_file else settings:
             label = dotted((*path, str(k.value)))
             key = str(k.value)
             name = f"--{key}" if config_file else SETTING_KEYS[normalize_key(key)]
@@ -222,6 +232,11 @@ class TreeWalker:
                 continue
             args.append(LabelledArg(flag_word, label))
             args.extend(values)
+        if config_file:  # SGLang's merge writes `disable-radix-cache: true` as the flag
+            disable = node.get("disable-radix-cache")
+            if args and disable is not None and disable.value is True:
+                args.append(Arg(Text.at("--disable-radix-cache", disable.source,
+                                        disable.offset())))
         if args or config_file:
             style = "config-file" if config_file else "mapping"
             self.invocations.append(Invocation(args, dotted(path), style, None, False,
@@ -306,13 +321,6 @@ def _as_loaded(settings: list[tuple[Node, Node]]) -> list[tuple[Node, Node]]:
     out: dict[Any, tuple[Node, Node]] = {}
     for k, v in settings:
         out[k.value] = (out[k.value][0], v) if k.value in out else (k, v)
-    return list(out.values())
-
-
-def _last_per_flag(settings: list[tuple[Node, Node]]) -> list[tuple[Node, Node]]:
-    out: dict[str, tuple[Node, Node]] = {}
-    for k, v in settings:
-        out[SETTING_KEYS[normalize_key(k.value)]] = (k, v)
     return list(out.values())
 
 

@@ -59,9 +59,11 @@ def plugin_choices() -> list[str]:
 class Verdict:
     """Collects the problems of one resolved setting, placed at the words they are about."""
 
-    def __init__(self, policy: Occurrence | None, config: Occurrence | None) -> None:
+    def __init__(self, policy: Occurrence | None, config: Occurrence | None,
+                 cache_disabled: bool = False) -> None:
         self.policy = policy
         self.config = config
+        self.cache_disabled = cache_disabled
         self.problems: list[LintProblem] = []
         self.root: Node | None = None  # the config's JSON object, with positions
 
@@ -127,10 +129,11 @@ class Verdict:
             return self.problems
         if name == "tlru" and not self._tlru_startup(obj):
             return self.problems
-        if not self._strategy(name, obj):
-            return self.problems
-        if self._rust_core(name, obj):
+        before = len(self.problems)
+        if self._strategy(name, obj) and self._rust_core(name, obj):
             self._radix_evict(name, obj, WARNING)
+        if self.cache_disabled:  # SGLang builds no strategy: what would fail is advice now
+            self.problems[before:] = [_not_now(p) for p in self.problems[before:]]
         return self.problems
 
     def _plugin_policy(self, name: str) -> bool:
@@ -310,7 +313,9 @@ class Verdict:
             if p.type in NAME_PROBLEMS:
                 continue
             msg = p.msg if severity == ERROR else (
-                f"{p.msg} (SGLang runs it; radix-evict's RadixCache and validate refuse it)")
+                f"{p.msg} (SGLang {SGLANG_VERSION} runs it; radix-evict refuses it: its "
+                "RadixCache, validate, and SGLang itself where radix-evict's SGLang plugin "
+                "is loaded)")
             hint = _hint(name, p)
             path = tuple(p.loc) or ((p.key,) if p.key else ())
             self.at_setting(path, p.type, msg, hint, severity, key=p.type == "extra_forbidden")
@@ -321,6 +326,16 @@ class Verdict:
                                f"protected_threshold {value}: every node counts as protected "
                                "(a hit count is never below it), so slru is plain LRU",
                                hint="use lru, or a threshold >= 1", severity=WARNING)
+
+
+def _not_now(p: LintProblem) -> LintProblem:
+    if p.severity != ERROR:
+        return p
+    from dataclasses import replace
+
+    return replace(p, severity=WARNING, msg=p.msg + (
+        " (not with --disable-radix-cache, where SGLang builds no eviction strategy; it "
+        "fails once the radix cache is enabled)"))
 
 
 def _hint(name: str, p: ConfigProblem) -> str | None:
@@ -368,7 +383,8 @@ def registry_near(name: str, offered: list[str]) -> str | None:
 
 
 def check(policy: Occurrence | None, config: Occurrence | None,
-          overridden: Sequence[Occurrence] = ()) -> list[LintProblem]:
+          overridden: Sequence[Occurrence] = (), cache_disabled: bool = False
+          ) -> list[LintProblem]:
     """Every problem SGLang (errors) and radix-evict (warnings) find with this setting.
 
     ``overridden``: earlier occurrences of the flags. SGLang uses the last one, but its
@@ -387,7 +403,7 @@ def check(policy: Occurrence | None, config: Occurrence | None,
         problems.extend(p for p in early.problems if p.severity == ERROR)
     if policy is None and config is None:
         return problems
-    return problems + Verdict(policy, config).run()
+    return problems + Verdict(policy, config, cache_disabled).run()
 
 
 def _opaque(occ: Occurrence) -> bool:

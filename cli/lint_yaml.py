@@ -10,6 +10,7 @@ refused, and scalars resolve to the types ``yaml.safe_load`` gives them.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import yaml
@@ -79,11 +80,12 @@ def parse_yaml(source: Source) -> list[Node | None]:
             container.items.append((key, node))
             stack[-1] = (container, None)
 
+    scalar_event = events.ScalarEvent
     try:
         for ev in yaml.parse(source.text, Loader=Loader):
-            if isinstance(ev, events.ScalarEvent):
-                node = Node("scalar", _at(ev.start_mark), source, _scalar_value(ev),
-                            ev.style or "", _at(ev.end_mark))
+            if ev.__class__ is scalar_event:
+                node = Node("scalar", _at(ev.start_mark), source, None, ev.style or "",
+                            _at(ev.end_mark), ev.value, partial(_scalar_value, ev))
                 if ev.anchor:
                     anchors[ev.anchor] = node
                 attach(node)
@@ -121,7 +123,10 @@ def parse_yaml(source: Source) -> list[Node | None]:
         mark = exc.problem_mark or exc.context_mark
         parts = [exc.context, exc.problem]
         detail = ", ".join(str(x) for x in parts if x) or " ".join(str(exc).split())
-        raise ParseFailure(detail, mark.index if mark is not None else None) from None
+        offset = mark.index if mark is not None else None
+        if "nesting depth" in detail:  # libyaml's own limit (1000 levels), before ours
+            raise LimitExceeded("too_deep", f"nested too deep ({detail})", offset) from None
+        raise ParseFailure(detail, offset) from None
     except yaml.YAMLError as exc:
         raise ParseFailure(" ".join(str(exc).split()), None) from None
     return docs

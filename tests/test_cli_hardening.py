@@ -10,12 +10,14 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import run_cli
 
+from radix_evict import EvictionPolicy, PolicySpec, hookimpl, registry
 from radix_evict.cli import cmd_simulate
 
 pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
@@ -141,3 +143,65 @@ def test_a_full_stdout_is_a_one_line_error(args: list[str]) -> None:
     assert r.returncode == 2
     assert r.stderr.splitlines() == [
         "error: cannot write the output to stdout: No space left on device"]
+
+
+class ScoreBlowsUp:
+    """A package whose policy 'boom' raises in score() once the cache has some nodes."""
+
+    class Boom(EvictionPolicy):
+        name = "boom"
+        calls = 0
+
+        def score(self, node: Any) -> float:
+            type(self).calls += 1
+            if type(self).calls > 50:
+                raise ZeroDivisionError("score blew up")
+            return float(node.last_access_time)
+
+    @hookimpl
+    def radix_evict_register_policies(self, register: Any) -> None:
+        register(PolicySpec(name="boom", policy=self.Boom, summary="raises in score()"))
+
+    @hookimpl
+    def radix_evict_extend_choices(self, extend: Any) -> None:
+        extend("boom")
+
+
+@pytest.fixture
+def boom_plugin() -> Iterator[None]:
+    registry.add_plugin(ScoreBlowsUp(), name="boom-ep", distribution="boom-dist", version="0.7")
+    yield
+    registry.remove_plugin("boom-ep")
+
+
+@pytest.mark.usefixtures("boom_plugin")
+@pytest.mark.parametrize("workloads", [
+    ["--param", "convs=30", "--pool-tokens", "6000"],
+    ["-w", "chat,popularity-shift", "--param", "chat.convs=30", "--param",
+     "popularity-shift.requests=300", "--pool-tokens", "6000"],
+])
+@pytest.mark.parametrize("jobs", ["1", "3"])
+def test_a_policy_whose_score_raises_is_named_and_the_others_kept(
+    workloads: list[str], jobs: str
+) -> None:
+    r = cli("simulate", "-p", "lru", "-p", "boom", "-p", "lfu", "--jobs", jobs, "--json",
+            *workloads)
+    assert_clean(r, 2, "policy 'boom'", "boom-dist 0.7", "score blew up",
+                 "its results are left out")
+    doc = json.loads(r.stdout)  # one document, with the others' figures
+    assert {x["label"] for x in doc["results"]} == {"lru", "lfu"}
+    assert len(doc["results"]) == 2 * (len(workloads) > 4) + 2
+    assert doc["failures"] and all(
+        f["policy"] == "boom" and "boom-dist 0.7 (entry point 'boom-ep')" in f["error"]
+        and "ZeroDivisionError: score blew up" in f["error"] for f in doc["failures"])
+    table = cli("simulate", "-p", "lru", "-p", "boom", "--jobs", jobs, *workloads)
+    assert_clean(table, 2, "boom-dist")
+    assert "lru" in table.stdout and "Recommendation" in table.stdout
+
+
+@pytest.mark.usefixtures("boom_plugin")
+def test_when_every_run_raises_the_error_names_each() -> None:
+    r = cli("simulate", "-p", "boom", "--json", "--param", "convs=30", "--pool-tokens", "6000")
+    assert_clean(r, 2, "every policy run failed", "boom-dist 0.7", "score blew up")
+    doc = json.loads(r.stdout)
+    assert doc["status"] == "error" and doc["errors"][0]["policy"] == "boom"

@@ -149,20 +149,19 @@ def test_pre_commit_hook_definition() -> None:
     (hook,) = [h for h in hooks if h["id"] == "radix-evict-lint"]
     assert hook["entry"] == "radix-evict lint"
     assert hook["language"] == "python"
-    import re
-
-    pattern = re.compile(hook["files"])
-    ok = ("serve.yaml", "a/b.yml", "c.json", "d.toml", "run.sh", "start.bash", "Dockerfile",
-          "deploy/Dockerfile", "Dockerfile.gpu", "sglang.Dockerfile", "Containerfile")
-    for name in ok:
-        assert pattern.search(name), name
-    for name in ("main.py", "README.md", "NotADockerfileReally.txt"):
-        assert not pattern.search(name), name
-    # Every file type the hook passes is one lint reads by its shape.
+    assert "files" not in hook  # the types below choose the files
+    # pre-commit's (identify's) tag for each file type lint reads by its shape.
+    assert set(hook["types_or"]) == {"yaml", "json", "toml", "shell", "dockerfile"}
     from radix_evict.cli.lint_files import file_kind
 
-    kinds = {file_kind(Path(name), "") for name in ok}
-    assert kinds == {"yaml", "json", "toml", "shell", "dockerfile"}
+    samples = {"yaml": "a/b.yml", "json": "c.json", "toml": "d.toml", "shell": "run.sh",
+               "dockerfile": "deploy/Dockerfile"}
+    assert {tag: file_kind(Path(name), "") for tag, name in samples.items()} == {
+        "yaml": "yaml", "json": "json", "toml": "toml", "shell": "shell",
+        "dockerfile": "dockerfile"}
+    assert file_kind(Path("start"), "#!/bin/bash\nexec sglang serve m\n") == "shell"
+    for name in ("Dockerfile.gpu", "sglang.Dockerfile", "Containerfile"):
+        assert file_kind(Path(name), "") == "dockerfile", name
 
 
 def test_docs_example_is_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

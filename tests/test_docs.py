@@ -143,8 +143,10 @@ def test_results_cover_the_documented_runs() -> None:
     for key, run in runs.items():
         sim = run["simulate"]
         labels = [r["label"] for r in sim["results"]]
-        assert labels == ["lru", "lfu", "slru", "priority", "tlru"], (key, labels)
-        assert sim["recommendation"]["policy"] in labels
+        assert labels == ["lru", "lfu", "slru", "priority", "tlru", "oracle"], (key, labels)
+        assert sim["recommendation"]["policy"] in labels[:-1], "the oracle is never recommended"
+        oracle, ceiling = sim["results"][-1]["hit_rate"], sim["ceiling"]["hit_rate"]
+        assert max(r["hit_rate"] for r in sim["results"]) == oracle <= ceiling, key
         if key != "chat":
             assert sim["page_size"] == figures.TRACE_PAGE_SIZE
             assert 0 < figures.TRACE_POOL_TOKENS - sim["pool_tokens"] < figures.TRACE_PAGE_SIZE

@@ -86,6 +86,10 @@ def sglang_refusal(argv: list[str]) -> str | None:
         handle_cache_compatibility(server_args)
     except Exception as exc:
         return f"server-argument check: {type(exc).__name__}: {exc}"
+    if server_args.disable_radix_cache:
+        # As UnifiedRadixCache does: a disabled tree builds no strategy from the config
+        # (unified_radix_cache.py replaces it with lru and no config).
+        return None
     try:
         strategy = get_eviction_strategy(policy, config)
     except Exception as exc:

@@ -114,6 +114,12 @@ CASES: list[tuple[str, str, str, str, str, str, int]] = [
     ("value radix-evict refuses, SGLang runs", "a.sh", SH + "--radix-eviction-policy tlru "
      "--radix-eviction-policy-config '{\"threshold\": NaN}'\n",
      "finite_number", "warning", "NaN", 0),
+    ("TOML table", "settings.toml",
+     '[server]\nradix-eviction-policy = "tlru"\n\n[server.radix-eviction-policy-config]\n'
+     "next_prompt_estimate = 6\nthreshold = 4\n", "value_error", "error", "4\n", 0),
+    ("Helm template value", "values.yaml",
+     "args: ['--radix-eviction-policy={{ .Values.policy }}']\n", "not_checked", "note",
+     "{{", 0),
     ("malformed YAML", "a.yaml", "a:\n  radix-eviction-policy: [slru\n",
      "parse_error", "error", "", -1),
     ("nesting past the limit", "deep.yaml", "radix: " + "[" * 300 + "]" * 300 + "\n",

@@ -44,3 +44,18 @@ def test_every_subpackage_is_listed() -> None:
     assert found == set(packages), (
         f"pyproject packages differ from the folders: {found ^ set(packages)}"
     )
+
+
+def test_public_names_load_lazily_and_all_resolve() -> None:
+    """``import radix_evict`` is light (no torch: the CLI guards its own slow imports)."""
+    import subprocess
+
+    import radix_evict
+
+    lazy = radix_evict._LAZY  # type: ignore[attr-defined]
+    assert set(lazy) == set(radix_evict.__all__) - {"__version__"}
+    for name in radix_evict.__all__:
+        assert getattr(radix_evict, name) is not None
+    code = "import sys, radix_evict; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -10,7 +10,9 @@ finds such extensions and importing ``radix_evict`` warns about them.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
+import sys
 from importlib.machinery import EXTENSION_SUFFIXES
 
 COMPILED_MODULES: tuple[str, ...] = (
@@ -28,7 +30,17 @@ STALE_AFTER_S = 10.0
 
 
 def _module_file(name: str) -> str:
-    return str(importlib.import_module(f"radix_evict.cache.{name}").__file__ or "")
+    """The file ``radix_evict.cache.<name>`` is (or would be) imported from.
+
+    Found without importing it when it is not loaded yet, so that importing
+    ``radix_evict`` (which checks for stale extensions) stays free of torch.
+    """
+    full = f"radix_evict.cache.{name}"
+    module = sys.modules.get(full)
+    if module is not None:
+        return str(module.__file__ or "")
+    spec = importlib.util.find_spec(full)
+    return str(spec.origin or "") if spec is not None else ""
 
 
 def compiled_modules() -> list[str]:

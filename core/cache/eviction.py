@@ -27,6 +27,7 @@ from typing import Any
 from radix_evict.cache.tree import TOKEN_BYTES, TreeNode
 from radix_evict.errors import PolicyError
 from radix_evict.policies.contract import EvictionPolicy
+from radix_evict.policies.lifecycle import callbacks_of
 
 # (score, last_access_time, seq, node); a tuple score is spliced in: (*score, time, seq, node).
 # Comparing one flat tuple costs half as much as a nested one, and every heap step compares.
@@ -66,6 +67,8 @@ class EvictionDriver:
         # result before _entry checks it and names the policy.
         self._score: Callable[[TreeNode], Any] = policy.score
         self._rescore_every_evict = bool(policy.volatile_score)
+        # The policy's on_evict callback, if it defines one (looked up once).
+        self._on_evict: Callable[[TreeNode], Any] | None = callbacks_of(policy).on_evict
         self._page_bytes = page_size * TOKEN_BYTES
         self._heap: list[_Entry] = []
         self._seq = 0
@@ -150,15 +153,17 @@ class EvictionDriver:
 
         A parent left childless becomes a candidate in the same call. The
         victims are detached from the tree (``parent`` None); their slots and
-        the cache's sizes are the caller's to settle. If a parent's re-offer
-        raises, every victim is linked back and the heap restored before the
-        error propagates.
+        the cache's sizes are the caller's to settle. The policy's
+        ``on_evict`` (if any) hears of each victim just before it is unlinked.
+        If a parent's re-offer or ``on_evict`` raises, every victim is linked
+        back and the heap restored before the error propagates.
         """
         if self._rescore_every_evict:
             self._rebuild(rescore=True)
         heap = self._heap
         pop = heapq.heappop
         pb = self._page_bytes
+        on_evict = self._on_evict
         freed = 0
         victims: list[TreeNode] = []
         parents: list[TreeNode] = []
@@ -170,6 +175,13 @@ class EvictionDriver:
                 continue  # stale: re-scored since, locked, grown a child, or gone from the tree
             parent = node.parent
             assert parent is not None
+            if on_evict is not None:
+                try:
+                    on_evict(node)  # still linked: the policy can read its path
+                except BaseException:
+                    heapq.heappush(heap, entry)
+                    self._undo_evict(victims, parents, popped)
+                    raise
             node._heap_seq = -1
             del parent.children[node.key_bytes[:pb]]
             node.parent = None
@@ -204,6 +216,23 @@ class EvictionDriver:
     def candidates(self) -> list[TreeNode]:
         """The current evictable leaves (each exactly once)."""
         return [e[-1] for e in self._live_entries()]
+
+    def stale_scores(self, leaves: list[TreeNode]) -> list[tuple[TreeNode, Any, Any]]:
+        """(leaf, key in the heap, key now) for each of ``leaves`` the heap has wrong.
+
+        ``leaves`` are the evictable leaves a from-scratch walk of the tree found;
+        one with no live entry gets None as its heap key. A key is
+        ``(*score, last_access_time)``. For the conformance kit: a policy whose
+        scores changed behind the driver's back shows up here.
+        """
+        held = {id(e[-1]): e for e in self._live_entries()}
+        out = []
+        for node in leaves:
+            entry = held.get(id(node))
+            now = self._entry(node, -1)[:-2]
+            if entry is None or entry[:-2] != now:
+                out.append((node, None if entry is None else entry[:-2], now))
+        return out
 
     def __len__(self) -> int:
         """Heap entries, stale ones included."""

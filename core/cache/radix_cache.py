@@ -11,7 +11,7 @@ the tree, the sizes and the pool as they were.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, SupportsIndex
 
 import torch
@@ -31,6 +31,7 @@ from radix_evict.cache.tree import (
     key_view,
 )
 from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
+from radix_evict.policies.lifecycle import callbacks_of
 from radix_evict.policies.registry import registry
 
 
@@ -85,6 +86,13 @@ class RadixCache:
         self.stats = CacheStats()
         self._empty = torch.empty((0,), dtype=torch.int64, device=self.device)
         self._driver = EvictionDriver(self.policy, pool_page, registry.source_of(self.policy))
+        # A policy's lifecycle callbacks, looked up once: one that defines none costs a
+        # None test per operation (radix_evict.policies.lifecycle). The driver calls
+        # on_evict itself, inside its eviction loop.
+        hooks = callbacks_of(self.policy)
+        self._on_insert: Callable[[TreeNode], Any] | None = hooks.on_insert
+        self._on_hit: Callable[[TreeNode], Any] | None = hooks.on_hit
+        self._on_split: Callable[[TreeNode, TreeNode], Any] | None = hooks.on_split
         self._clock = 0
         self._init_tree()
 
@@ -152,7 +160,15 @@ class RadixCache:
         if not path:
             return MatchResult(0, self._empty, root)
         last = path[-1]
-        if not last.children:
+        on_hit = self._on_hit
+        if on_hit is not None:
+            try:
+                for x in path:
+                    on_hit(x)
+            finally:
+                if not last.children:
+                    self._driver.offer(last)
+        elif not last.children:
             self._driver.offer(last)
         hit = off // TOKEN_BYTES
         st.hit_tokens += hit
@@ -263,13 +279,23 @@ class RadixCache:
             self._evictable += n - matched
             self._num_nodes += 1
             self.stats.inserted_tokens += n - matched
-            self._driver.offer(leaf)
-        elif not node.children:
-            self._driver.offer(node)
+        else:
+            leaf = None
         self._clock = clock
         if matched > lo:
             self._slots.free_claimed(claimed[: (matched - lo) // P])
             self.stats.duplicate_tokens_freed += matched - lo
+        if leaf is not None:
+            on_insert = self._on_insert
+            if on_insert is not None:
+                try:
+                    on_insert(leaf)
+                finally:
+                    self._driver.offer(leaf)
+            else:
+                self._driver.offer(leaf)
+        elif not node.children:
+            self._driver.offer(node)
         return matched
 
     def _split(self, child: TreeNode, m: int) -> TreeNode:
@@ -298,7 +324,14 @@ class RadixCache:
         head.children[child.key_bytes[:pb]] = child
         parent.children[ck[:pb]] = head
         self._num_nodes += 1
-        if not child.children:
+        on_split = self._on_split
+        if on_split is not None:
+            try:
+                on_split(head, child)
+            finally:
+                if not child.children:
+                    self._driver.offer(child)
+        elif not child.children:
             self._driver.offer(child)
         return head
 

@@ -48,6 +48,10 @@ class EvictionPolicy(Generic[ConfigT]):
     nodes, or outside state) must set ``volatile_score = True``: the driver
     then re-scores every candidate on each ``evict`` call instead of keeping
     them in its incremental heap.
+
+    A stateful policy may also define lifecycle callbacks (``on_insert``,
+    ``on_hit``, ``on_split``, ``on_evict``); :mod:`radix_evict.policies.lifecycle`
+    says when each is called and the rules that keep the heap exact.
     """
 
     name: ClassVar[str] = ""

@@ -148,6 +148,10 @@ class OraclePolicy(EvictionPolicy):
     def score(self, node: TreeNode) -> int:
         return -self.next_use(node)
 
+    def on_evict(self, node: TreeNode) -> None:
+        """Drop the evicted node's memo (a lifecycle callback: the memo would only grow)."""
+        self._where.pop(node, None)
+
     def _location(self, node: TreeNode) -> Location | None:
         """Where the prefix ``node`` ends lies in the future trie (memoised per node).
 

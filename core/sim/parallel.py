@@ -14,13 +14,27 @@ this process polls: no pipe to fill up, nothing to drain at the end.
 :func:`stream_jobs` is the streaming form that sweeps use: one forked process
 per job, results yielded as each finishes, a job that raises or a worker that
 dies reported as a :class:`JobFailed` while the other jobs go on.
+
+Workers die with this process and never outlive a cancelled run. Each one
+asks the kernel to kill it when its parent dies (``PR_SET_PDEATHSIG`` on
+Linux; elsewhere a thread watches the parent's pid), so a ``kill`` of the
+parent, even ``kill -9``, leaves no orphan replaying on. Ctrl-C is the
+parent's to handle: workers ignore SIGINT (a terminal sends it to the whole
+process group), and when the parent's wait is interrupted, by Ctrl-C or any
+other exception, it kills the running workers at once rather than waiting
+for their replays to finish, then re-raises.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing as mp
 import os
 import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -78,6 +92,55 @@ def plan_workers(jobs: int, cores: int | None = None) -> int:
     return min(range(min(c, jobs), hi + 1), key=lambda w: (makespan(w), w))
 
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+PARENT_POLL_S = 0.5  # how often the fallback watcher looks for its parent
+
+
+def _worker_start(parent: int) -> None:
+    """First thing in each worker: leave Ctrl-C to the parent, and die with it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with(parent)
+
+
+def _die_with(parent: int) -> None:
+    """End this process when ``parent`` does (now, if it already has)."""
+    if not _kill_me_with_parent():
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True,
+                         name="radix-evict-parent-watch").start()
+    if os.getppid() != parent:  # the parent died before we asked
+        os._exit(1)
+
+
+def _kill_me_with_parent() -> bool:
+    """Ask Linux to SIGKILL this process when its parent exits; False where that is unavailable."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    """Fallback for :func:`_kill_me_with_parent`: exit once the parent is gone."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
+
+
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool now: kill its workers (their replays are abandoned) and reap them."""
+    procs = list((getattr(pool, "_processes", None) or {}).values()) or mp.active_children()
+    for proc in procs:
+        with contextlib.suppress(OSError, ValueError):
+            proc.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            proc.join(timeout=1.0)
+
+
 def _single_threaded_torch() -> None:
     # A forked child inherits torch's OpenMP pool without its threads: its first
     # parallel kernel would wait for them forever. One thread runs kernels inline.
@@ -125,20 +188,26 @@ def run_jobs(
         return results
     ctx = mp.get_context("fork")
     _jobs, _done = jobs, ctx.Array("q", len(jobs), lock=False)
+    pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_worker_start,
+                               initargs=(os.getpid(),))
     try:
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-            futures = [pool.submit(_run_in_child, i) for i in range(len(jobs))]
-            pending = set(futures)
-            while pending:
-                _, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                if progress is not None:
-                    progress(min(sum(_done), total), total)
-            out = [f.result() for f in futures]
-        if progress is not None:
-            progress(total, total)
-        return out
+        futures = [pool.submit(_run_in_child, i) for i in range(len(jobs))]
+        pending = set(futures)
+        while pending:
+            _, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            if progress is not None:
+                progress(min(sum(_done), total), total)
+        out = [f.result() for f in futures]
+    except BaseException:  # Ctrl-C, or a job that raised: the others stop now
+        _kill_workers(pool)
+        raise
+    else:
+        pool.shutdown(wait=True)
     finally:
         _jobs, _done = (), None
+    if progress is not None:
+        progress(total, total)
+    return out
 
 
 @dataclass(frozen=True)
@@ -167,10 +236,11 @@ def _start_shielded(proc: Any) -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
-def _stream_child(i: int, conn: connection.Connection) -> None:
+def _stream_child(i: int, parent: int, conn: connection.Connection) -> None:
     # Ctrl-C reaches the whole process group; the parent alone decides what stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    _die_with(parent)
     _single_threaded_torch()
     try:
         out: Any = _jobs[i](_report_to(i))
@@ -252,7 +322,8 @@ def stream_jobs(
         while started < len(jobs) or running:
             while started < len(jobs) and len(running) < n:
                 recv, send = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_stream_child, args=(started, send), daemon=True)
+                proc = ctx.Process(target=_stream_child, args=(started, os.getpid(), send),
+                                   daemon=True)
                 _start_shielded(proc)
                 send.close()
                 running[started] = (proc, recv)

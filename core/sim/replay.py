@@ -37,6 +37,7 @@ from radix_evict.policies.config import ConfigInput
 from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
 from radix_evict.policies.registry import registry
 from radix_evict.sim.configs import NONE, RunConfig, config_dict, describe_workload, resolve_config
+from radix_evict.sim.failures import RunFailure, guarded
 from radix_evict.sim.parallel import run_jobs
 from radix_evict.sim.winner import WINNER_RULE, choose_winner
 from radix_evict.sim.workloads import Request, Workload, get_workload
@@ -477,11 +478,14 @@ def _replay_jobs(
     page_size: int,
     timeline_points: int,
     infos: Mapping[int, dict[str, Any]],
-) -> list[Callable[[ProgressFn | None], ReplayResult]]:
+    keep_going: bool = False,
+) -> list[Callable[[ProgressFn | None], ReplayResult | RunFailure]]:
     """One job per (workload, run); ``infos`` is each workload's description, by id().
 
     Configs are resolved here, in this process, so forked workers share the
     validated (and derived) config objects instead of each building its own.
+    ``keep_going``: a job that raises returns a RunFailure instead (see
+    :mod:`radix_evict.sim.failures`), so the other jobs run to the end.
     """
 
     def job(w: Workload, run: PolicyRun) -> Callable[[ProgressFn | None], ReplayResult]:
@@ -498,7 +502,19 @@ def _replay_jobs(
             workload_info=infos[id(w)],
         )
 
-    return [job(w, run) for w, run in pairs]
+    if not keep_going:
+        return [job(w, run) for w, run in pairs]
+    return [guarded(job(w, run), workload=w.name, label=run.name, policy=run.policy)
+            for w, run in pairs]
+
+
+def _split(
+    out: Sequence[ReplayResult | RunFailure], failures: list[RunFailure] | None
+) -> list[ReplayResult]:
+    """The results; the failures go to ``failures``."""
+    if failures is not None:
+        failures.extend(r for r in out if isinstance(r, RunFailure))
+    return [r for r in out if isinstance(r, ReplayResult)]
 
 
 def replay_policies(
@@ -510,19 +526,24 @@ def replay_policies(
     progress: ProgressFn | None = None,
     timeline_points: int = TIMELINE_POINTS,
     workers: int | None = 1,
+    failures: list[RunFailure] | None = None,
 ) -> list[ReplayResult]:
     """Replay one workload once per policy (x config); progress spans all of them.
 
     ``workers`` > 1 runs the policies in parallel processes (None: as many
     as :func:`radix_evict.sim.parallel.plan_workers` picks for this machine); the
-    figures are the same either way.
+    figures are the same either way. With a ``failures`` list, a run that
+    raises (a policy whose ``score()`` fails, say) is appended there and left
+    out of the results, and the other runs complete; without, it raises.
     """
     runs = as_runs(default_policies() if policies is None else policies)
     # Described here once, not in each worker (a trace's description takes ~0.2 s).
     infos = {id(workload): describe_workload(workload)}
     pairs = [(workload, r) for r in runs]
-    jobs = _replay_jobs(pairs, pool_tokens, page_size, timeline_points, infos)
-    return run_jobs(jobs, [workload.num_requests] * len(runs), workers, progress)
+    jobs = _replay_jobs(pairs, pool_tokens, page_size, timeline_points, infos,
+                        keep_going=failures is not None)
+    out = run_jobs(jobs, [workload.num_requests] * len(runs), workers, progress)
+    return _split(out, failures)
 
 
 def default_policies() -> list[str]:
@@ -540,24 +561,33 @@ def policy_matrix(
     progress: ProgressFn | None = None,
     timeline_points: int = TIMELINE_POINTS,
     workers: int | None = 1,
+    failures: list[RunFailure] | None = None,
 ) -> MatrixResult:
     """Replay every workload under every policy; name a winner per workload.
 
     Workload names are built with ``get_workload(name, seed=seed)``;
-    ``pool_tokens=None`` uses each workload's own default pool.
+    ``pool_tokens=None`` uses each workload's own default pool. With a
+    ``failures`` list, a run that raises goes there, and its label is left
+    out of the whole matrix (a column with holes compares nothing).
     """
     wls = [get_workload(w, seed=seed) if isinstance(w, str) else w for w in workloads]
     runs = as_runs(default_policies() if policies is None else policies)
     infos = {id(w): describe_workload(w) for w in wls}
     pairs = [(w, r) for w in wls for r in runs]
-    jobs = _replay_jobs(pairs, pool_tokens, page_size, timeline_points, infos)
-    results = run_jobs(jobs, [w.num_requests for w, _ in pairs], workers, progress)
+    jobs = _replay_jobs(pairs, pool_tokens, page_size, timeline_points, infos,
+                        keep_going=failures is not None)
+    out = run_jobs(jobs, [w.num_requests for w, _ in pairs], workers, progress)
+    failed = {f.label for f in out if isinstance(f, RunFailure)}
+    results = [r for r in _split(out, failures) if r.label not in failed]
+    labels = [r.name for r in runs if r.name not in failed]
     winners: dict[str, str] = {}
-    for i, w in enumerate(wls):
-        winners[w.name] = choose_winner(results[i * len(runs) : (i + 1) * len(runs)])[0].label
+    for w in wls:
+        cells = [r for r in results if r.workload == w.name]
+        if cells:
+            winners[w.name] = choose_winner(cells)[0].label
     return MatrixResult(
         workloads=[infos[id(w)] for w in wls],
-        policies=[r.name for r in runs],
+        policies=labels,
         results=results,
         winners=winners,
     )

@@ -14,8 +14,10 @@ radix-evict never requires it).
 * :func:`check_cache_invariants`: random operation sequences through a real
   :class:`~radix_evict.RadixCache` with the policy plugged in never leak a
   slot or free one twice, never evict the root or a locked node, free what
-  ``evict`` asks for when the tree holds that much, and evict in the
-  policy's ``(score, last_access_time)`` order.
+  ``evict`` asks for when the tree holds that much, evict in the
+  policy's ``(score, last_access_time)`` order, and keep every leaf in the
+  driver's heap under the score a from-scratch rescan gives it (the rules of
+  :mod:`radix_evict.policies.lifecycle` for stateful policies).
 """
 
 from __future__ import annotations
@@ -442,6 +444,18 @@ class CacheHarness:
         for x in self.locked:
             assert x.lock_ref > 0, "a locked node lost its lock"
             assert _attached(x, self.root), "a locked node left the tree"
+        if not self.policy.volatile_score:
+            # Rule 2 of radix_evict.policies.lifecycle: every leaf's score in the driver's
+            # heap is what score() says now (a from-scratch rescan).
+            leaves = [x for x in nodes if x.lock_ref == 0 and not _children(x)]
+            stale = self.cache._driver.stale_scores(leaves)
+            assert not stale, (
+                f"{len(stale)} evictable leaves are in the driver's heap under a stale "
+                f"score, e.g. {stale[0][1]!r} where score() now gives {stale[0][2]!r}: the "
+                "policy changed a score without that node being offered again (see the "
+                "rules in radix_evict.policies.lifecycle; a score that reads shared state "
+                "needs volatile_score = True)"
+            )
 
     def drain(self) -> None:
         """Unlock all, evict everything, and check every slot went back to the pool."""

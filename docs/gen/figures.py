@@ -53,8 +53,11 @@ def figure_runs(trace_limit: int = 0) -> list[Run]:
 
 
 def run_simulate(run: Run) -> tuple[dict[str, Any], float, str]:
-    """Run the CLI exactly as a user would; returns (its JSON, seconds, command shown)."""
-    args = ["simulate", *run.args, "--json", "--no-progress"]
+    """Run the CLI exactly as a user would; returns (its JSON, seconds, command shown).
+
+    ``--oracle`` adds the offline bound and the infinite-pool ceiling to every run.
+    """
+    args = ["simulate", *run.args, "--oracle", "--json", "--no-progress"]
     cmd = [sys.executable, "-c", "from radix_evict.cli import main; main()", *args]
     env = {**os.environ, "RADIX_EVICT_PLUGINS": ""}
     t0 = time.perf_counter()
@@ -95,6 +98,17 @@ def load_results(path: Path = RESULTS) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def reference_rates(sim: Mapping[str, Any]) -> dict[str, float]:
+    """The oracle's and the ceiling's hit rates of one run (empty without --oracle)."""
+    out: dict[str, float] = {}
+    oracle = next((r for r in sim["results"] if r["policy"] == "oracle"), None)
+    if oracle is not None:
+        out["oracle (offline bound)"] = oracle["hit_rate"]
+    if "ceiling" in sim:
+        out["ceiling (infinite pool)"] = sim["ceiling"]["hit_rate"]
+    return out
+
+
 def plot_results(results: Mapping[str, Any], path: Path = PLOT) -> None:
     """Hit rate per policy (top) and windowed hit rate over the replay (bottom), per run."""
     import matplotlib
@@ -102,17 +116,19 @@ def plot_results(results: Mapping[str, Any], path: Path = PLOT) -> None:
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
+    from .tables import policy_rows
+
     runs = results["runs"]
     policies: list[str] = []
     for run in runs:
-        for r in run["simulate"]["results"]:
+        for r in policy_rows(run["simulate"]):
             if r["label"] not in policies:
                 policies.append(r["label"])
     colors = {p: f"C{i}" for i, p in enumerate(policies)}
     fig, axes = plt.subplots(2, len(runs), figsize=(5.2 * len(runs), 8.4), squeeze=False)
     for col, run in enumerate(runs):
         sim = run["simulate"]
-        res = sim["results"]
+        res = policy_rows(sim)
         best = max(r["hit_rate"] for r in res)
         ax = axes[0][col]
         labels = [r["label"] for r in res]
@@ -125,8 +141,14 @@ def plot_results(results: Mapping[str, Any], path: Path = PLOT) -> None:
                         fontweight=weight)
         ax.set_title(f"{run_name(run)}\npool {sim['pool_tokens']:,} tokens, "
                      f"page {sim['page_size']}", fontsize=9)
+        refs = reference_rates(sim)
+        for (name, value), style in zip(refs.items(), ("--", ":"), strict=False):
+            ax.axhline(100 * value, color="black", linestyle=style, linewidth=1,
+                       label=f"{name} {100 * value:.1f}%")
+        if refs:
+            ax.legend(fontsize=7, loc="upper right")
         ax.set_ylabel("token hit rate (%)")
-        ax.set_ylim(0, max(rates) * 1.15 if rates else 1)
+        ax.set_ylim(0, max([*rates, *(100 * v for v in refs.values())]) * 1.15 if rates else 1)
         ax.grid(axis="y", alpha=0.3)
         ax2 = axes[1][col]
         for r in res:
@@ -138,7 +160,8 @@ def plot_results(results: Mapping[str, Any], path: Path = PLOT) -> None:
         ax2.grid(alpha=0.3)
         if col == 0:
             ax2.legend(fontsize=8)
-    fig.suptitle("radix-evict simulate: token hit rate per policy (higher is better)")
+    fig.suptitle("radix-evict simulate: token hit rate per policy (higher is better); "
+                 "lines: offline bound (oracle) and infinite-pool ceiling")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90, metadata={"Software": None})

@@ -33,30 +33,51 @@ def _config_text(r: Mapping[str, Any]) -> str:
     return f"{text} (derived)" if r.get("config_source") == "workload-suggested" else text
 
 
+def policy_rows(sim: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The results of servable policies (the oracle row is a reference, never one)."""
+    return [r for r in sim["results"] if r["policy"] != "oracle"]
+
+
+def _oracle_row(sim: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    return next((r for r in sim["results"] if r["policy"] == "oracle"), None)
+
+
+def _gap(r: Mapping[str, Any]) -> str:
+    g = r.get("gap_closed")
+    return "-" if g is None else f"{100 * g:.0f}%"
+
+
 def _best(res: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     return max(res, key=lambda r: (r["hit_rate"], -r["p99_uncached"]))
 
 
 def policy_table(sim: Mapping[str, Any]) -> list[str]:
-    """One run's results in the columns `radix-evict simulate` prints."""
-    res = sim["results"]
+    """One run's results in the columns `radix-evict simulate` prints (and the bound)."""
+    res = policy_rows(sim)
     best = _best(res)["label"]
     rec = sim["recommendation"]["policy"]
+    oracle = _oracle_row(sim)
     out = [
-        "| policy | config | hit rate | p50 uncached | p90 uncached | p99 uncached | "
-        "evicted tokens |",
-        "|---|---|--:|--:|--:|--:|--:|",
+        "| policy | config | hit rate | gap closed | p50 uncached | p90 uncached | "
+        "p99 uncached | evicted tokens |",
+        "|---|---|--:|--:|--:|--:|--:|--:|",
     ]
-    for r in res:
+    for r in [*res, *([oracle] if oracle is not None else [])]:
         name = r["label"] + (" *" if r["label"] == rec else "")
         rate = _pct(r["hit_rate"])
         rate = f"**{rate}**" if r["label"] == best else rate
+        if r is oracle:
+            name, rate = "*oracle (offline bound)*", f"*{rate}*"
         out.append(
-            f"| {name} | {md_cell(_config_text(r))} | {rate} | {_tokens(r['p50_uncached'])} | "
-            f"{_tokens(r['p90_uncached'])} | {_tokens(r['p99_uncached'])} | "
-            f"{r['evicted_tokens']:,} |"
+            f"| {name} | {md_cell(_config_text(r))} | {rate} | {_gap(r)} | "
+            f"{_tokens(r['p50_uncached'])} | {_tokens(r['p90_uncached'])} | "
+            f"{_tokens(r['p99_uncached'])} | {r['evicted_tokens']:,} |"
         )
-    out += ["", "Bold: highest hit rate. `*`: what simulate recommends."]
+    out += ["", "Bold: highest hit rate of a servable policy. `*`: what simulate recommends."]
+    if "ceiling" in sim:
+        out[-1] += (f" The oracle is Belady's offline bound, a reference no server can run; "
+                    f"gap closed is each policy's share of the lru-to-oracle gap. An "
+                    f"infinite pool would hit {_pct(sim['ceiling']['hit_rate'])}.")
     return out
 
 
@@ -67,7 +88,7 @@ def _settings_table(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
     for run in runs:
         sim = run["simulate"]
-        res = sim["results"]
+        res = policy_rows(sim)
         n = res[0]["requests"] if res else 0
         out.append(
             f"| {run['title']} | {n:,} | {sim['pool_tokens']:,} | {sim['page_size']} | "
@@ -79,28 +100,36 @@ def _settings_table(runs: Sequence[Mapping[str, Any]]) -> list[str]:
 def _pivot(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     policies: list[str] = []
     for run in runs:
-        for r in run["simulate"]["results"]:
+        for r in policy_rows(run["simulate"]):
             if r["label"] not in policies:
                 policies.append(r["label"])
     head = "| policy | " + " | ".join(run_name(run) for run in runs) + " |"
     out = [head, "|---|" + "--:|" * len(runs)]
-    bests = [_best(run["simulate"]["results"])["label"] for run in runs]
+    bests = [_best(policy_rows(run["simulate"]))["label"] for run in runs]
     for p in policies:
         cells = []
         for run, best in zip(runs, bests, strict=True):
-            r = next((x for x in run["simulate"]["results"] if x["label"] == p), None)
+            r = next((x for x in policy_rows(run["simulate"]) if x["label"] == p), None)
             if r is None:
                 cells.append("-")
                 continue
             text = _pct(r["hit_rate"])
             cells.append(f"**{text}**" if p == best else text)
         out.append(f"| {p} | " + " | ".join(cells) + " |")
+    oracles = [_oracle_row(run["simulate"]) for run in runs]
+    if any(o is not None for o in oracles):
+        out.append("| *oracle (offline bound)* | " + " | ".join(
+            "-" if o is None else f"*{_pct(o['hit_rate'])}*" for o in oracles) + " |")
+    ceilings = [run["simulate"].get("ceiling") for run in runs]
+    if any(c is not None for c in ceilings):
+        out.append("| *ceiling (infinite pool)* | " + " | ".join(
+            "-" if c is None else f"*{_pct(c['hit_rate'])}*" for c in ceilings) + " |")
     return out
 
 
 def lru_verdict(run: Mapping[str, Any]) -> str:
     """One plain sentence: does LRU win this run, and by how much or to whom does it lose."""
-    res = run["simulate"]["results"]
+    res = policy_rows(run["simulate"])
     name = run_name(run)
     lru = next((r for r in res if r["label"] == "lru"), None)
     best = _best(res)
@@ -196,7 +225,7 @@ def quickstart_sections(results: Mapping[str, Any]) -> dict[str, str]:
     """The generated parts of docs/quickstart.md: the default run's table."""
     run = next(r for r in results["runs"] if r["key"] == "chat")
     sim = run["simulate"]
-    res = sim["results"]
+    res = policy_rows(sim)
     wl = sim.get("workload") or {}
     head = (f"`radix-evict simulate` on {wl.get('name', 'chat')}: "
             f"{res[0]['requests']:,} requests, pool {sim['pool_tokens']:,} tokens, "

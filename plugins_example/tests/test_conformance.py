@@ -23,3 +23,13 @@ class TestGreedyDualDefaults:
 @pytest.mark.radix_evict_conformance("fifo", public=True)
 class TestFifoIsOfferedByThisPackage:
     """fifo is radix-evict's hidden built-in; this package puts it on the choice list."""
+
+
+@pytest.mark.radix_evict_conformance("reuse", config=None, public=True)
+class TestReuseConformance:
+    """A stateful policy: the kit also checks its heap scores against a rescan."""
+
+
+@pytest.mark.radix_evict_conformance("reuse", config={"credit": 3, "ghosts": 2}, public=True)
+class TestReuseSmallCreditFewGhosts:
+    pass
