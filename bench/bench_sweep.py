@@ -15,8 +15,10 @@ the speedup sequential / local (close to the core count when the machine is
 otherwise idle) and the Ray executor's overhead per cell against local
 processes: (ray wall - local wall) x slots / cells, i.e. what each cell costs
 a worker slot on top of its replay. ``ray.init`` itself is timed apart.
-A benchmark, not a test: timings vary with the machine and its load; the
-rows of every executor are checked to be equal.
+It also prints how many cores the worker processes held on average (their
+CPU seconds over wall seconds): on a machine shared with other work the
+speedup cannot exceed that. A benchmark, not a test: timings vary with the
+machine and its load; the rows of every executor are checked to be equal.
 
     .venv/bin/python bench/bench_sweep.py [--trace-limit 2000] [--no-ray] [--json]
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import time
 from pathlib import Path
 from typing import Any
@@ -61,14 +64,21 @@ def _args() -> argparse.Namespace:
     return ap.parse_args()
 
 
-def _timed(plan_args: Any, executor: Executor, workloads: Any) -> tuple[float, list[Any]]:
+def _children_cpu() -> float:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def _timed(plan_args: Any, executor: Executor, workloads: Any
+           ) -> tuple[float, float, list[Any]]:
+    """(wall s, CPU s of the worker processes it forked, rows)."""
     plan = plan_sweep(make_grid(plan_args))
-    t0 = time.perf_counter()
+    cpu0, t0 = _children_cpu(), time.perf_counter()
     out = run_sweep(plan, executor, workloads=workloads)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
     if out.failed:
         raise SystemExit(f"cells failed: {[r['error'] for r in out.failed]}")
-    return wall, out.rows
+    return wall, cpu, out.rows
 
 
 def main() -> None:
@@ -86,11 +96,14 @@ def main() -> None:
     figures: dict[str, Any] = {"cells": cells, "cores": cores, "trace": str(a.trace),
                                "trace_limit": a.trace_limit, "trace_read_s": read_s,
                                "load_average": os.getloadavg()[0]}
-    seq_s, seq_rows = _timed(parts, local_executor(1), workloads)
-    local_s, local_rows = _timed(parts, local_executor(None), workloads)
+    seq_s, seq_cpu, seq_rows = _timed(parts, local_executor(1), workloads)
+    local_s, local_cpu, local_rows = _timed(parts, local_executor(None), workloads)
     assert [comparable(r) for r in local_rows] == [comparable(r) for r in seq_rows]
+    # CPU seconds / wall seconds: how many cores the sweep's processes held on average (on a
+    # machine shared with other work, the speedup can only be as high as this).
     figures.update(sequential_s=seq_s, local_s=local_s, speedup=seq_s / local_s,
-                   replay_s_sum=sum(r["replay_s"] for r in seq_rows))
+                   replay_s_sum=sum(r["replay_s"] for r in seq_rows),
+                   sequential_cores_held=seq_cpu / seq_s, local_cores_held=local_cpu / local_s)
     if not a.no_ray:
         import ray
 
@@ -101,7 +114,7 @@ def main() -> None:
         figures["ray_init_s"] = time.perf_counter() - t0
         try:
             for run in ("cold", "warm"):
-                ray_s, ray_rows = _timed(parts, ray_executor(), workloads)
+                ray_s, _, ray_rows = _timed(parts, ray_executor(), workloads)
                 assert [comparable(r) for r in ray_rows] == [comparable(r) for r in seq_rows]
                 figures[f"ray_{run}_s"] = ray_s
                 figures[f"ray_{run}_overhead_per_cell_s"] = (ray_s - local_s) * cores / cells
@@ -116,6 +129,8 @@ def main() -> None:
     replays = figures["replay_s_sum"]
     print(f"  sequential (-j 1):      {seq_s:7.2f} s  (sum of replay times {replays:.2f} s)")
     print(f"  local ({cores} processes):    {local_s:7.2f} s  speedup {figures['speedup']:.2f}x")
+    print(f"  cores held on average:  {figures['sequential_cores_held']:.2f} sequential, "
+          f"{figures['local_cores_held']:.2f} local (CPU s / wall s of the worker processes)")
     if not a.no_ray:
         print(f"  ray.init:               {figures['ray_init_s']:7.2f} s (outside the timings)")
         for run in ("cold", "warm"):

@@ -31,7 +31,13 @@ from radix_evict.sim.sweep import (
     run_sweep,
 )
 from radix_evict.sim.sweep.store import ResultFileError
-from radix_evict.sim.sweep.summary import best_configs, curves, summary_dict, workload_label
+from radix_evict.sim.sweep.summary import (
+    best_configs,
+    ceilings,
+    curves,
+    summary_dict,
+    workload_label,
+)
 
 from . import output
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError, mark_json
@@ -80,10 +86,10 @@ def _report(plan: SweepPlan, outcome: SweepOutcome, wall: float, *, json_out: bo
     best = best_configs(rows)
     if best:
         con.print(best_table(best))
-        cs = curves(rows)
+        cs, tops = curves(rows), ceilings(rows)
         for workload in dict.fromkeys(workload_label(r) for r in rows):
             if any(c.workload == workload and len(c.points) > 1 for c in cs):
-                con.print(curve_table(cs, workload))
+                con.print(curve_table(cs, workload, tops.get(workload)))
 
 
 GridFileOpt = Annotated[Path | None, typer.Option(
@@ -123,6 +129,9 @@ JobsOpt = Annotated[int | None, typer.Option(
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print rows and summary as JSON.")]
 PlotOpt = Annotated[Path | None, typer.Option(
     "--plot", help="Write the hit-rate curves (PNG, SVG or PDF).")]
+OracleOpt = Annotated[bool, typer.Option(
+    "--oracle", help="Also replay Belady's offline oracle at every pool size and the "
+                     "infinite-pool ceiling: reference lines for the curves, not policies.")]
 DryOpt = Annotated[bool, typer.Option(
     "--dry-run", help="Check the grid and list its cells; replay nothing.")]
 ProgressOpt = Annotated[bool, typer.Option(
@@ -145,6 +154,7 @@ def sweep(
     jobs: JobsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
+    oracle: OracleOpt = False,
     dry_run: DryOpt = False,
     progress: ProgressOpt = True,
 ) -> None:
@@ -161,7 +171,7 @@ def sweep(
     parts = parts_from_options(
         policies=policy or [], vary=vary or [], pool_tokens=pool_tokens or [],
         page_sizes=page_size or [], workloads=workload or [], traces=trace or [],
-        params=param or [], seeds=seeds or [])
+        params=param or [], seeds=seeds or [], oracle=oracle)
     plan = _plan(parts, grid_file, out)
     executor = ray_executor(ray) if ray is not None and plan.todo and not dry_run \
         else local_executor(jobs)
@@ -191,9 +201,9 @@ def sweep(
     wall = time.perf_counter() - t0
     _report(plan, outcome, wall, json_out=json_out, out=out)
     if plot is not None and outcome.rows:
-        from .sweep_plot import plot_curves
+        from .sweep_plot import TITLE, plot_curves
 
-        plot_curves(plot, curves(outcome.rows), f"sweep: {plan.size_text}")
+        plot_curves(plot, curves(outcome.rows), TITLE, ceilings(outcome.rows))
         output.note(f"wrote plot {plot}")
     saved = f"; rows in {out}" if out is not None else ""
     output.note(f"wall time {wall:.2f} s for {outcome.ran} cells{saved}")

@@ -56,6 +56,7 @@ def parts_from_options(
     traces: Sequence[Path],
     params: Sequence[str],
     seeds: Sequence[str],
+    oracle: bool = False,
 ) -> GridParts:
     """The axes the command line gives (None where it gives none)."""
     return GridParts(
@@ -67,4 +68,5 @@ def parts_from_options(
         traces=[str(t) for t in traces] or None,
         params=[(p.workload, p.key, p.value) for p in parse_params(params)] or None,
         seeds=_counts(seeds, "--seeds"),
+        references=True if oracle else None,
     )

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
+from radix_evict.sim.sweep.grid import CEILING
 from radix_evict.sim.sweep.summary import (
     ConfigScore,
     Curve,
@@ -28,6 +29,11 @@ def _table(title: str, *columns: str) -> Table:
     return t
 
 
+def _fig(row: Row, key: str, fmt: Any) -> str:
+    value = row.get(key)
+    return "-" if value is None else str(fmt(value))
+
+
 def rows_table(rows: Sequence[Row], title: str) -> Table:
     """One line per cell."""
     t = _table(title, "workload", "seed", "policy", "config", "pool tokens", "page",
@@ -35,13 +41,15 @@ def rows_table(rows: Sequence[Row], title: str) -> Table:
                "replay s", "status")
     for r in rows:
         ok = r.get("status") == "ok"
-        figures = [pct(r["hit_rate"]), num(r["p50_uncached"]), num(r["p90_uncached"]),
-                   num(r["p99_uncached"]), f"{r['evicted_tokens']:,}", f"{r['replay_s']:.2f}"
-                   ] if ok else ["-"] * 6
+        figures = [_fig(r, "hit_rate", pct), *(_fig(r, k, num) for k in (
+                   "p50_uncached", "p90_uncached", "p99_uncached")),
+                   _fig(r, "evicted_tokens", lambda v: f"{v:,}"),
+                   _fig(r, "replay_s", lambda v: f"{v:.2f}")]
         pool = r.get("pool_tokens")
+        where = "infinite" if r["policy"] == CEILING else "default"
         t.add_row(workload_label(r), "-" if r.get("seed") is None else str(r["seed"]),
                   r["policy"], config_text(r.get("config")),
-                  "default" if pool is None else f"{pool:,}", str(r["page_size"]),
+                  where if pool is None else f"{pool:,}", str(r["page_size"]),
                   *figures, "ok" if ok else f"error: {r.get('error')}")
     return t
 
@@ -62,8 +70,8 @@ def best_table(best: Sequence[ConfigScore]) -> Table:
     return t
 
 
-def curve_table(curves: Sequence[Curve], workload: str) -> Table:
-    """Hit rate at each pool size, one line per policy at its best config."""
+def curve_table(curves: Sequence[Curve], workload: str, ceiling: float | None = None) -> Table:
+    """Hit rate at each pool size, one line per policy at its best config (and the bounds)."""
     mine = [c for c in curves if c.workload == workload]
     pools = sorted({p for c in mine for p, _ in c.points})
     t = _table(f"{workload}: hit rate by pool size (tokens), each policy at its best config",
@@ -72,4 +80,6 @@ def curve_table(curves: Sequence[Curve], workload: str) -> Table:
         at = dict(c.points)
         t.add_row(c.policy, config_text(c.config),
                   *(pct(at[p]) if p in at else "-" for p in pools))
+    if ceiling is not None:
+        t.add_row("ceiling", "infinite pool", *(pct(ceiling) for _ in pools))
     return t

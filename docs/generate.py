@@ -8,6 +8,7 @@ Subcommands (run from anywhere; paths are relative to the repository root):
     python docs/generate.py tables     # figure tables in the pages, from docs/figures/results.json
     python docs/generate.py figures    # run `radix-evict simulate --json`, write results.json,
                                        # the plot docs/figures/policies.png, then the tables
+    python docs/generate.py sweep-figure  # run the Sweeps page's sweep: its rows, plot, table
     python docs/generate.py all        # policies, cli and tables (the fast ones)
 
 ``--check`` (with policies, cli, tables or all) writes nothing and exits 1 when
@@ -35,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # docs/: makes docs/gen importable
 
-from gen import figures, references, tables
+from gen import figures, references, sweeps, tables
 from gen.common import ROOT, write_if_changed
 
 
@@ -48,6 +49,7 @@ def expected_pages(what: str) -> dict[Path, str]:
         pages[references.CLI_PAGE] = references.render_cli()
     if what in ("tables", "all"):
         pages.update(tables.table_pages(figures.load_results()))
+        pages.update(sweeps.page())
     return pages
 
 
@@ -63,7 +65,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                      help="replay only the first N requests of each trace (0 = all)")
     fig.add_argument("--plot-only", action="store_true",
                      help="redraw the plot and tables from the existing results.json")
+    swp = sub.add_parser("sweep-figure", help="run the Sweeps page's sweep: rows, plot, table")
+    swp.add_argument("--plot-only", action="store_true",
+                     help="redraw the plot and the table from the committed rows")
     args = parser.parse_args(argv)
+    if args.what == "sweep-figure":
+        if args.plot_only:
+            sweeps.replot()
+        else:
+            t0 = time.perf_counter()
+            sweeps.measure()
+            print(f"measured in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        for path, text in sweeps.page().items():
+            write_if_changed(path, text)
+            print(f"wrote {path.relative_to(ROOT)}", file=sys.stderr)
+        return 0
     if args.what == "figures":
         if args.plot_only:
             results = figures.load_results()

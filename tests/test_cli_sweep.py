@@ -123,3 +123,15 @@ def test_ctrl_c_stops_cleanly_keeps_finished_cells_and_resumes(tmp_path: Path) -
     assert f"{len(kept)} already in" in done.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 16 and len({r["cell"] for r in rows}) == 16
+
+
+def test_oracle_adds_reference_lines_to_the_summary() -> None:
+    r = run("-p", "lru", *SMALL, "--oracle", "--json")
+    assert r.exit_code == 0, r.output
+    assert "+ 3 reference cells (oracle, ceiling) = 5 cells" in r.stderr
+    data = json.loads(r.stdout)
+    curves = {c["policy"]: c for c in data["summary"]["curves"]}
+    assert set(curves) == {"lru", "oracle"}
+    (ceiling,) = data["summary"]["ceilings"].values()
+    assert all(h <= ceiling + 1e-12 for c in curves.values() for h in c["hit_rate"])
+    assert [b["policy"] for b in data["summary"]["best_configs"]] == ["lru"]

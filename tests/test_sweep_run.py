@@ -137,3 +137,26 @@ def test_failing_cells_are_recorded_and_the_rest_go_on(flaky: Path, tmp_path: Pa
     plan = plan_sweep(make_grid(parts), out)
     assert sorted(json.dumps(c.config) for c in plan.todo) == [
         '{"mode": "exit"}', '{"mode": "raise"}']
+
+
+def test_oracle_and_ceiling_are_reference_cells_not_policies() -> None:
+    from radix_evict.sim.bound import replay_oracle
+    from radix_evict.sim.sweep.summary import ceilings
+
+    parts = small_parts(policies=["lru", "slru"], vary={}, traces=[],
+                        params=[("chat", "convs", 12)], references=True)
+    plan = plan_sweep(make_grid(parts))
+    assert [c.policy for c in plan.cells] == ["lru", "lru", "slru", "slru", "oracle", "oracle",
+                                              "ceiling"]
+    assert "+ 3 reference cells (oracle, ceiling) = 7 cells" in plan.size_text
+    rows = run_sweep(plan, local_executor(2)).rows
+    assert all(r["status"] == "ok" for r in rows)
+    oracle = [r for r in rows if r["policy"] == "oracle"]
+    wl = build_workload(plan.cells[0].source, 0)
+    for r in oracle:
+        direct = replay_oracle(wl, pool_tokens=r["pool_tokens"])
+        assert (r["hit_rate"], r["evicted_tokens"]) == (direct.hit_rate, direct.evicted_tokens)
+    top = ceilings(rows)[workload_label(rows[0])]
+    assert all(r["hit_rate"] <= top + 1e-12 for r in rows)  # nothing beats an endless pool
+    assert {b.policy for b in best_configs(rows)} == {"lru", "slru"}
+    assert {c.policy for c in curves(rows)} == {"lru", "slru", "oracle"}

@@ -2,7 +2,9 @@
 
 A :class:`Grid` holds the axes; :meth:`Grid.cells` expands them in a fixed
 order (workload, seed, policy, config, page size, pool size), so a grid
-always lists its cells the same way. A :class:`Cell` is one replay; its
+always lists its cells the same way. With ``references`` a grid also holds
+Belady's offline oracle at every pool size and the infinite-pool ceiling
+(reference lines for the curves, not policies to choose). A :class:`Cell` is one replay; its
 :attr:`Cell.key` names it in result files, which is how a rerun finds the
 cells it already has.
 """
@@ -13,9 +15,13 @@ import itertools
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from radix_evict.sim.oracle import ORACLE
+
+CEILING = "ceiling"  # the infinite-pool ceiling: one cell per workload, seed and page size
+REFERENCES = (ORACLE, CEILING)  # reference lines a grid may add; not policies
 SourceKind = Literal["workload", "trace"]
 
 
@@ -97,6 +103,11 @@ class Cell:
         return None if value is None else dict(value)
 
     @property
+    def is_reference(self) -> bool:
+        """The oracle or the ceiling: a bound to compare with, not a policy to choose."""
+        return self.policy in REFERENCES
+
+    @property
     def workload_key(self) -> tuple[Source, int | None]:
         """Cells with the same key replay the same built workload (built once, shared)."""
         return self.source, self.seed
@@ -128,7 +139,7 @@ class Grid:
     pool_tokens: tuple[int | None, ...] = (None,)
     page_sizes: tuple[int, ...] = (1,)
     seeds: tuple[int, ...] = (0,)
-    notes: tuple[str, ...] = field(default=(), compare=False)
+    references: bool = False
 
     def cells(self) -> list[Cell]:
         """Every cell, in a fixed order; duplicates (a value listed twice) appear once."""
@@ -143,6 +154,13 @@ class Grid:
                                 cell = Cell(axes.policy, canonical_json(config), pool, page,
                                             source, seed)
                                 out.setdefault(cell.key, cell)
+                if self.references:
+                    for page in self.page_sizes:
+                        for pool in self.pool_tokens:
+                            cell = Cell(ORACLE, "null", pool, page, source, seed)
+                            out.setdefault(cell.key, cell)
+                        cell = Cell(CEILING, "null", None, page, source, seed)
+                        out.setdefault(cell.key, cell)
         return list(out.values())
 
     def size_text(self) -> str:

@@ -28,7 +28,11 @@ WAIT_S = 0.5
 
 
 class RayUnavailableError(RadixEvictError, ImportError):
-    """Ray is not installed, or the cluster cannot be reached."""
+    """Ray is not installed."""
+
+
+class RayConnectionError(RadixEvictError, ConnectionError):
+    """The Ray cluster named by ``--ray`` cannot be reached."""
 
 
 def import_ray() -> Any:
@@ -59,8 +63,8 @@ def connected(ray: Any, address: str | None) -> Iterator[None]:
     try:
         ray.init(**kwargs)
     except Exception as exc:  # ConnectionError, a wrong address, a version mismatch
-        raise RayUnavailableError(f"cannot connect to Ray at {address!r}: {error_text(exc)}"
-                                  ) from None
+        raise RayConnectionError(f"--ray {address}: cannot connect: {error_text(exc)}"
+                                 ) from None
     try:
         yield
     finally:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from radix_evict.sim.bound import replay_oracle
+from radix_evict.sim.ceiling import infinite_pool_ceiling
 from radix_evict.sim.replay import ReplayResult, replay
-from radix_evict.sim.sweep.grid import Cell
+from radix_evict.sim.sweep.grid import CEILING, ORACLE, Cell
 from radix_evict.sim.workloads import Workload
 
 # Field -> type, in column order. "json" fields hold dicts (or null).
@@ -83,6 +85,15 @@ def result_row(cell: Cell, result: ReplayResult, replay_s: float) -> dict[str, A
     return row
 
 
+def ceiling_row(cell: Cell, hit_rate: float, replay_s: float) -> dict[str, Any]:
+    """The infinite-pool ceiling's row: a hit rate, no pool, no eviction figures."""
+    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
+    row.update(_coordinates(cell))
+    row.update({"hit_rate": hit_rate, "evicted_tokens": 0, "replay_s": replay_s,
+                "status": OK})
+    return row
+
+
 def error_row(cell: Cell, error: str) -> dict[str, Any]:
     """The row of a cell that failed: its coordinates, ``status`` error and the message."""
     row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
@@ -104,9 +115,17 @@ def run_cell(cell: Cell, workload: Workload, progress: Any = None) -> dict[str, 
     """
     t0 = time.perf_counter()
     try:
-        result = replay(workload, cell.policy, cell.config, pool_tokens=cell.pool_tokens,
-                        page_size=cell.page_size, progress=progress, timeline_points=0,
-                        workload_info={})
+        if cell.policy == CEILING:
+            ceiling = infinite_pool_ceiling(workload, cell.page_size)
+            return ceiling_row(cell, ceiling.hit_rate, time.perf_counter() - t0)
+        if cell.policy == ORACLE:
+            result = replay_oracle(workload, pool_tokens=cell.pool_tokens,
+                                   page_size=cell.page_size, progress=progress,
+                                   timeline_points=0, workload_info={})
+        else:
+            result = replay(workload, cell.policy, cell.config, pool_tokens=cell.pool_tokens,
+                            page_size=cell.page_size, progress=progress, timeline_points=0,
+                            workload_info={})
     except Exception as exc:  # a plugin that raises fails its cell, not the sweep
         return error_row(cell, error_text(exc))
     return result_row(cell, result, time.perf_counter() - t0)

@@ -55,7 +55,11 @@ class SweepPlan:
 
     @property
     def size_text(self) -> str:
-        return f"{self.grid.size_text()} = {len(self.cells)} cell{'s' * (len(self.cells) != 1)}"
+        """E.g. ``2 policy configs x 2 pool sizes x 1 workload x 1 seed + 3 reference cells``."""
+        refs = sum(c.is_reference for c in self.cells)
+        extra = f" + {refs} reference cells (oracle, ceiling)" if refs else ""
+        return (f"{self.grid.size_text()}{extra} = {len(self.cells)} "
+                f"cell{'s' * (len(self.cells) != 1)}")
 
 
 @dataclass

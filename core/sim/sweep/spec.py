@@ -12,6 +12,7 @@ A grid file (YAML or TOML) has the command line's axes as keys::
     traces: [a.jsonl]         # relative to the grid file
     params: {limit: 2000, chat.convs: 50}
     seeds: [0, 1]
+    oracle: true              # add the oracle and the ceiling
 
 A list is taken item by item; a string is read with the command line's
 syntax (:mod:`radix_evict.sim.sweep.values`). Options given on the command
@@ -42,7 +43,8 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 Param = tuple[str | None, str, Any]  # (scope, key, value): --param [SCOPE.]KEY=VALUE
-FILE_KEYS = ("policies", "pool_tokens", "page_size", "workloads", "traces", "params", "seeds")
+FILE_KEYS = ("policies", "pool_tokens", "page_size", "workloads", "traces", "params", "seeds",
+             "oracle")
 
 
 @dataclass
@@ -57,6 +59,7 @@ class GridParts:
     traces: list[str] | None = None
     params: list[Param] | None = None
     seeds: list[int] | None = None
+    references: bool | None = None  # the oracle and the ceiling
 
     def over(self, base: GridParts) -> GridParts:
         """These parts where given, ``base``'s elsewhere; ``vary`` merged key by key."""
@@ -101,6 +104,7 @@ def make_grid(parts: GridParts) -> Grid:
         pool_tokens=pools,
         page_sizes=tuple(dict.fromkeys(parts.page_sizes or [1])),
         seeds=seeds,
+        references=bool(parts.references),
     )
 
 
@@ -170,6 +174,10 @@ def _parts(path: Path, data: Mapping[str, Any]) -> GridParts:
         base = path.parent
         parts.traces = [os.path.normpath(base / t) if not os.path.isabs(t) else t
                         for t in _names(data["traces"], f"{where} traces")]
+    if "oracle" in data:
+        if not isinstance(data["oracle"], bool):
+            raise SweepValueError(f"{where} oracle: expected true or false")
+        parts.references = data["oracle"]
     params = data.get("params")
     if params is not None:
         if not isinstance(params, Mapping):

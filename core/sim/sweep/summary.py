@@ -6,6 +6,8 @@ best config of a policy is chosen by the simulator's one winner rule
 (:mod:`radix_evict.sim.winner`: hit rate, with the p99 tie-break). The
 curve of a policy is its best config's hit rate at each pool size, averaged
 over seeds: the hit-rate-versus-cache-size curve cache engineers read.
+The oracle (when the grid has it) is a curve of its own, and the ceiling a
+hit rate per workload; neither is ever a "best config".
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
+from radix_evict.sim.sweep.grid import CEILING, ORACLE, REFERENCES
 from radix_evict.sim.sweep.rows import OK
 from radix_evict.sim.winner import choose_winner
 
@@ -76,6 +79,10 @@ def _ok(rows: Iterable[Row]) -> list[Row]:
     return [r for r in rows if r.get("status") == OK]
 
 
+def _policies(rows: Iterable[Row]) -> list[Row]:
+    return [r for r in _ok(rows) if r["policy"] not in REFERENCES]
+
+
 def _group(rows: Iterable[Row], *keys: str) -> dict[tuple[Any, ...], list[Row]]:
     out: dict[tuple[Any, ...], list[Row]] = {}
     for r in rows:
@@ -90,7 +97,7 @@ def config_scores(rows: Sequence[Row]) -> list[ConfigScore]:
     return [
         ConfigScore(w, p, group[0].get("config"), fmean(r["hit_rate"] for r in group),
                     fmean(r["p99_uncached"] for r in group), len(group))
-        for (w, p, _), group in _group(_ok(rows), "workload", "policy", "config").items()
+        for (w, p, _), group in _group(_policies(rows), "workload", "policy", "config").items()
     ]
 
 
@@ -105,8 +112,10 @@ def best_configs(rows: Sequence[Row]) -> list[ConfigScore]:
 def curves(rows: Sequence[Row]) -> list[Curve]:
     """Per workload and policy: the best config's hit rate at each pool size (mean over seeds)."""
     best = {(b.workload, b.policy): config_text(b.config) for b in best_configs(rows)}
+    best.update({(w, ORACLE): "-" for (w,) in _group(_ok(rows), "workload")})
     out: list[Curve] = []
-    for (w, p, cfg), group in _group(_ok(rows), "workload", "policy", "config").items():
+    pooled = [r for r in _ok(rows) if r["policy"] != CEILING]
+    for (w, p, cfg), group in _group(pooled, "workload", "policy", "config").items():
         if best.get((w, p)) != cfg:
             continue
         pools = _group(group, "pool_tokens")
@@ -115,7 +124,13 @@ def curves(rows: Sequence[Row]) -> list[Curve]:
     return out
 
 
+def ceilings(rows: Sequence[Row]) -> dict[str, float]:
+    """The infinite-pool ceiling's hit rate per workload (mean over seeds), where it ran."""
+    mine = [r for r in _ok(rows) if r["policy"] == CEILING]
+    return {w: fmean(r["hit_rate"] for r in g) for (w,), g in _group(mine, "workload").items()}
+
+
 def summary_dict(rows: Sequence[Row]) -> dict[str, Any]:
-    """The summary as JSON types: best configs and curves."""
+    """The summary as JSON types: best configs, curves (the oracle's too), ceilings."""
     return {"best_configs": [b.to_dict() for b in best_configs(rows)],
-            "curves": [c.to_dict() for c in curves(rows)]}
+            "curves": [c.to_dict() for c in curves(rows)], "ceilings": ceilings(rows)}
