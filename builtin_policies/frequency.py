@@ -20,8 +20,11 @@ class LFUPolicy(EvictionPolicy):
 class SLRUConfig(PolicyConfig):
     protected_threshold: int = Field(
         default=2,
-        ge=1,
-        description="Hits at which a prefix moves from the probationary to the protected segment.",
+        ge=0,  # SGLang accepts 0 too: every prefix starts protected (plain LRU order)
+        description=(
+            "Hits at which a prefix moves from the probationary to the protected segment "
+            "(0 or 1: every cached prefix is protected, so the order is plain LRU)."
+        ),
     )
 
 

@@ -1,4 +1,5 @@
-"""The ``radix-evict`` command line (typer): list, show, validate, lint, schema, simulate."""
+"""The ``radix-evict`` command line (typer): list, show, validate, lint, schema, simulate,
+sglang."""
 
 from __future__ import annotations
 

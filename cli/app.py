@@ -23,6 +23,7 @@ from . import (
     cmd_lint,
     cmd_list,
     cmd_schema,
+    cmd_sglang,
     cmd_show,
     cmd_simulate,
     cmd_sweep,
@@ -144,6 +145,7 @@ app.command("lint")(cmd_lint.lint)
 app.command("schema")(cmd_schema.schema)
 app.command("simulate", cls=PolicyHelpCommand)(cmd_simulate.simulate)
 app.command("sweep", cls=PolicyHelpCommand)(cmd_sweep.sweep)
+app.add_typer(cmd_sglang.app, name="sglang")
 
 
 def main() -> None:

@@ -9,7 +9,8 @@ command that builds the environment.
 
 What the stubs change in the process (only once ``import_sglang`` ran):
 - a top-level module in ``STUB_ROOTS`` that is not installed imports as a stub (an
-  installed one, such as matplotlib's PIL, stays real);
+  installed one, such as matplotlib's PIL, stays real); a stub module is falsy, so code
+  that asks ``if sys.modules.get("IPython"):`` (matplotlib) still sees it as absent;
 - ``regex`` is the stdlib ``re`` when it is not installed;
 - ``torch.compile`` is a no-op: compiling at import time would reach the triton stub;
 - ``sglang/__init__.py`` (the frontend API) does not run; ``sglang`` is a bare package.
@@ -119,6 +120,11 @@ class _StubType(type):
     def __contains__(cls, item: Any) -> bool:
         return False
 
+    def __lt__(cls, other: Any) -> bool:  # version checks (stub >= (1, 2)) say "no"
+        return False
+
+    __le__ = __gt__ = __ge__ = __lt__
+
 
 class _Stub(metaclass=_StubType):
     def __init_subclass__(cls, **kwargs: Any) -> None:  # class X(stub.Base, flag=...) works
@@ -143,6 +149,10 @@ class _StubModule(types.ModuleType):
         sub = _StubType(name, (_Stub,), {"__module__": self.__name__})
         setattr(self, name, sub)
         return sub
+
+    def __bool__(self) -> bool:
+        # Falsy, so ``if sys.modules.get("IPython"):`` elsewhere (matplotlib) reads "absent".
+        return False
 
 
 class _StubLoader(importlib.abc.Loader):

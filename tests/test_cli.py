@@ -111,7 +111,7 @@ def test_show_json_has_keys_defaults_constraints_and_schema(cli: Invoke) -> None
     info = json.loads(r.stdout)
     (key,) = info["config_keys"]
     assert key["key"] == "protected_threshold"
-    assert key["type"] == "integer" and key["default"] == 2 and key["constraint"] == ">= 1"
+    assert key["type"] == "integer" and key["default"] == 2 and key["constraint"] == ">= 0"
     assert key["description"]
     assert info["schema"]["additionalProperties"] is False
     assert "protected_threshold" in info["schema"]["properties"]
@@ -146,8 +146,8 @@ def test_validate_ok(cli: Invoke) -> None:
          "did you mean 'protected_threshold'"),
         ("slru", '{"protected_threshold": "3"}', "protected_threshold", "int_type",
          "must be an integer"),
-        ("slru", '{"protected_threshold": 0}', "protected_threshold", "greater_than_equal",
-         ">= 1"),
+        ("slru", '{"protected_threshold": -1}', "protected_threshold", "greater_than_equal",
+         ">= 0"),
         ("lru", '{"window": 3}', "window", "extra_forbidden", "takes no config keys"),
         ("tlru", '{"threshold": 4, "next_prompt_estimate": 6}', "threshold", "value_error",
          "greater than next_prompt_estimate"),
@@ -270,7 +270,7 @@ def test_schema_is_json_and_closed(cli: Invoke, tmp_path: Path) -> None:
     assert r.exit_code == 0 and r.stdout == ""
     assert json.loads(out.read_text()) == schema
     one = json.loads(cli("schema", "--policy", "slru").stdout)
-    assert one["properties"]["protected_threshold"]["minimum"] == 1
+    assert one["properties"]["protected_threshold"]["minimum"] == 0
 
 
 # ----------------------------------------------------------------------------- conventions

@@ -47,10 +47,10 @@ def test_sweep_prints_the_grid_size_then_rows_and_summary(tmp_path: Path) -> Non
 
 def test_a_bad_cell_fails_at_once_and_runs_nothing(tmp_path: Path) -> None:
     out = tmp_path / "rows.jsonl"
-    r = run("-p", "lru", "-p", "slru", "-g", "slru.protected_threshold=2,0", *SMALL,
+    r = run("-p", "lru", "-p", "slru", "-g", "slru.protected_threshold=2,-1", *SMALL,
             "--out", str(out), "--json")
     assert r.exit_code == 1, r.output
-    assert "cell 5 of 6 (slru {\"protected_threshold\":0}" in r.stderr
+    assert "cell 5 of 6 (slru {\"protected_threshold\":-1}" in r.stderr
     assert "and 1 more cell with this config" in r.stderr
     data = json.loads(r.stdout)
     assert data["status"] == "error" and data["errors"][0]["key"] == "protected_threshold"

@@ -103,8 +103,11 @@ def test_nan_and_infinity_in_json_are_rejected_by_key() -> None:
 
 
 def test_bounds_are_enforced() -> None:
-    [p] = problems("slru", {"protected_threshold": 0})
-    assert p.type == "greater_than_equal" and "must be >= 1" in p.msg
+    [p] = problems("slru", {"protected_threshold": -1})
+    assert p.type == "greater_than_equal" and "must be >= 0" in p.msg
+    # SGLang 0.5.23 accepts 0 (every prefix protected: plain LRU order), so radix-evict does too.
+    assert REG.validate("slru", {"protected_threshold": 0}) == []
+    assert REG.load_policy("slru", {"protected_threshold": 0}).config.protected_threshold == 0
     [q] = problems("tlru", {"threshold": 5, "next_prompt_estimate": -1})
     assert q.key == "next_prompt_estimate" and "must be >= 0" in q.msg
 

@@ -146,7 +146,7 @@ def test_json_schema_is_closed_everywhere(builtins_only: Registry) -> None:
     assert schema["additionalProperties"] is False
     assert list(lax_schema_spots(schema)) == []
     slru = schema["properties"]["slru"]
-    assert slru["properties"]["protected_threshold"]["minimum"] == 1
+    assert slru["properties"]["protected_threshold"]["minimum"] == 0
     assert slru["additionalProperties"] is False
     assert schema["properties"]["lru"]["properties"] == {}
     one = builtins_only.json_schema("tlru")
@@ -158,7 +158,7 @@ def test_json_schema_is_closed_everywhere(builtins_only: Registry) -> None:
 def test_describe_config(builtins_only: Registry) -> None:
     [key] = builtins_only.describe_config("slru")
     assert (key.key, key.type, key.default, key.constraint) == ("protected_threshold", "integer",
-                                                                 2, ">= 1")
+                                                                 2, ">= 0")
     assert "protected" in key.description
     assert builtins_only.describe_config("lru") == []
     keys = {k.key for k in builtins_only.describe_config("tlru")}

@@ -93,7 +93,7 @@ class RadixCache:
         self._on_insert: Callable[[TreeNode], Any] | None = hooks.on_insert
         self._on_hit: Callable[[TreeNode], Any] | None = hooks.on_hit
         self._on_split: Callable[[TreeNode, TreeNode], Any] | None = hooks.on_split
-        self._clock = 0
+        self._clock: float = 0.0  # SGLang's logical clock: one tick per stamp
         self._init_tree()
 
     # ------------------------------------------------------------------ sizes
@@ -128,35 +128,38 @@ class RadixCache:
         st.match_calls += 1
         st.queried_tokens += len(arr)
         root = self._root
+        if not n:
+            return MatchResult(0, self._empty, root)  # an empty key is no use: no stamp
         path: list[TreeNode] = []
         off = 0
-        if n:
-            kv = key_view(arr, n)
-            nb = n * TOKEN_BYTES
-            pb = P * TOKEN_BYTES
-            node = root
-            while off < nb:
-                child = node.children.get(kv[off : off + pb].tobytes())
-                if child is None:
-                    break
-                ck = child.key_bytes
-                end = off + len(ck)
-                if end <= nb and ck.startswith(kv[off:end]):
-                    path.append(child)
-                    node = child
-                    off = end
-                    continue
-                m = common_prefix_len(ck, kv, off) // P * P
-                node = self._split(child, m)
-                path.append(node)
-                off += m * TOKEN_BYTES
+        kv = key_view(arr, n)
+        nb = n * TOKEN_BYTES
+        pb = P * TOKEN_BYTES
+        node = root
+        while off < nb:
+            child = node.children.get(kv[off : off + pb].tobytes())
+            if child is None:
                 break
-        # Stamp root..last in ascending order: deeper nodes count as more recent.
-        t = self._clock
+            ck = child.key_bytes
+            end = off + len(ck)
+            if end <= nb and ck.startswith(kv[off:end]):
+                path.append(child)
+                node = child
+                off = end
+                continue
+            m = common_prefix_len(ck, kv, off) // P * P
+            node = self._split(child, m)
+            path.append(node)
+            off += m * TOKEN_BYTES
+            break
+        # One tick for the whole path, as SGLang stamps it: the matched node gets it, each
+        # ancestor (the root too) 1e-5 less, so deeper nodes count as more recent.
+        t = self._clock + 1.0
+        self._clock = t
+        for x in reversed(path):
+            x.last_access_time = t
+            t -= 0.00001
         root.last_access_time = t
-        for i, x in enumerate(path, 1):
-            x.last_access_time = t + i
-        self._clock = t + len(path) + 1
         if not path:
             return MatchResult(0, self._empty, root)
         last = path[-1]
@@ -308,9 +311,11 @@ class RadixCache:
         assert parent is not None and 0 < m < child.num_tokens
         cut = m * TOKEN_BYTES
         ck = child.key_bytes
-        t = self._clock + 1
+        t = self._clock + 1.0
         head_value, child.value = self._slots.split(child.value, m)
         head = TreeNode(parent, ck[:cut], head_value, t, child.priority)
+        # SGLang draws a creation tick for the new node too (t + 1) before giving it the
+        # child's creation_time, so the child's re-stamp comes two ticks later.
         head.creation_time = child.creation_time
         head.hit_count = child.hit_count
         head.lock_ref = child.lock_ref
@@ -319,8 +324,8 @@ class RadixCache:
         child.key_bytes = ck[cut:]
         child.num_tokens -= m
         child.parent = head
-        child.last_access_time = t + 1
-        self._clock = t + 1
+        child.last_access_time = t + 2.0
+        self._clock = t + 2.0
         head.children[child.key_bytes[:pb]] = child
         parent.children[ck[:pb]] = head
         self._num_nodes += 1

@@ -51,7 +51,7 @@ class TreeNode:
         parent: TreeNode | None,
         key_bytes: bytes,
         value: Any,
-        time: int,
+        time: float,
         priority: int = 0,
     ) -> None:
         self.parent = parent

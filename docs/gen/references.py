@@ -270,16 +270,26 @@ def render_cli(group: Any | None = None) -> str:
     for name in names:
         cmd = group.get_command(root, name)
         ctx = _context(cmd, name, parent=root)
-        out += [
-            f"## `{PROG} {name}`",
-            "",
-            _help_text(cmd),
-            "",
-            "```text",
-            _usage(cmd, ctx, f"{PROG} {name}"),
-            "```",
-            "",
-            *_params_table(_param_rows(cmd, ctx)),
-        ]
+        out += _command_section(cmd, ctx, f"{PROG} {name}")
+        if hasattr(cmd, "list_commands"):  # a command group (``sglang check``): each subcommand
+            for sub in cli_commands(cmd):
+                sub_cmd = cmd.get_command(ctx, sub)
+                out += _command_section(
+                    sub_cmd, _context(sub_cmd, sub, parent=ctx), f"{PROG} {name} {sub}"
+                )
     return "\n".join(out).rstrip() + "\n"
+
+
+def _command_section(cmd: Any, ctx: Any, path: str) -> list[str]:
+    return [
+        f"## `{path}`",
+        "",
+        _help_text(cmd),
+        "",
+        "```text",
+        _usage(cmd, ctx, path),
+        "```",
+        "",
+        *_params_table(_param_rows(cmd, ctx)),
+    ]
 
