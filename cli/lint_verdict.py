@@ -32,6 +32,7 @@ from typing import Any
 
 from radix_evict import registry
 from radix_evict.errors import ConfigProblem, valid_keys_text
+from radix_evict.sglang import native
 
 from .errors import EXIT_INVALID, EXIT_USAGE
 from .lint_argv import CONFIG_FLAG, POLICY_FLAG, Occurrence, problem_at
@@ -41,9 +42,9 @@ from .lint_nodes import MAX_VALUE_NODES, LimitExceeded, Node, ParseFailure, shor
 from .lint_shell import is_opaque
 from .lint_text import Text
 
-SGLANG_VERSION = "0.5.23"
-SGLANG_CHOICES = ("lru", "lfu", "slru", "priority", "tlru")
-SGLANG_STRATEGIES = ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru", "tlru")
+SGLANG_VERSION = native.SUPPORTED_VERSION
+SGLANG_CHOICES = native.NATIVE_CHOICES
+SGLANG_STRATEGIES = native.NATIVE_POLICIES
 SGLANG_KEYS: dict[str, tuple[str, ...]] = {
     "slru": ("protected_threshold",), "tlru": ("threshold", "next_prompt_estimate")}
 DEFAULT_POLICY = "lru"
@@ -54,6 +55,24 @@ NAME_PROBLEMS = ("unknown_policy", "hidden_policy", "plugin_failed", "name_confl
 def plugin_choices() -> list[str]:
     """Names radix-evict's SGLang plugin adds to SGLang's choices: radix-evict's, minus SGLang's."""
     return [n for n in registry.choices() if n not in SGLANG_CHOICES]
+
+
+def plugin_unavailable() -> str | None:
+    """Why SGLang here would not load radix-evict's SGLang plugin (None: it would)."""
+    import importlib.metadata
+
+    from radix_evict.sglang.check import sglang_allow_list
+
+    found = [ep for ep in importlib.metadata.entry_points(group=native.PLUGIN_GROUP)
+             if ep.name == native.ENTRY_POINT]
+    if not found:
+        return (f"the installed radix-evict declares no {native.PLUGIN_GROUP!r} entry point "
+                f"{native.ENTRY_POINT!r}")
+    allowed = sglang_allow_list()
+    if allowed is not None and native.ENTRY_POINT not in allowed:
+        return (f"{native.PLUGIN_ALLOW_ENV}={','.join(allowed)} leaves out radix-evict's "
+                f"plugin {native.ENTRY_POINT!r}")
+    return None
 
 
 class Verdict:
@@ -141,6 +160,14 @@ class Verdict:
         extra = plugin_choices()
         if name in extra:
             spec = registry.get(name)
+            why_not = plugin_unavailable()
+            if why_not is not None:
+                self.at_policy(
+                    "plugin_unavailable",
+                    f"{name!r} comes from {spec.source}, not SGLang {SGLANG_VERSION}: SGLang "
+                    f"accepts it only through radix-evict's SGLang plugin, and here {why_not}",
+                    hint=f"SGLang's own choices: {', '.join(SGLANG_CHOICES)}")
+                return False
             self.at_policy(
                 "plugin_policy",
                 f"{name!r} is not one of SGLang {SGLANG_VERSION}'s policies: it comes from "

@@ -104,6 +104,8 @@ CASES: list[tuple[str, str, str, str, str, str, int]] = [
      "policy_type", "error", "3", 0),
     ("policy from a radix-evict package", "a.sh", SH + "--radix-eviction-policy gdsf\n",
      "plugin_policy", "note", "gdsf", 0),
+    ("radix-evict policy where SGLang would not load the plugin", "a.sh",
+     SH + "--radix-eviction-policy gdsf\n", "plugin_unavailable", "error", "gdsf", 0),
     ("value set at deploy time", "a.yaml",
      "args: [--radix-eviction-policy, $(POLICY)]\n", "not_checked", "note", "$(POLICY)", 0),
     ("slru threshold that makes it LRU", "sglang.yaml",
@@ -137,10 +139,11 @@ CASES: list[tuple[str, str, str, str, str, str, int]] = [
 def test_problem_at_its_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
                               fname: str, text: str, type_: str, severity: str, marker: str,
                               nth: int) -> None:
-    if type_ == "plugin_policy":  # gdsf comes from the example package, radix-evict-costaware
+    if type_ in ("plugin_policy", "plugin_unavailable"):  # gdsf: the example package's
         from radix_evict import registry
 
         monkeypatch.setenv("RADIX_EVICT_PLUGINS", "costaware")
+        monkeypatch.setenv("SGLANG_PLUGINS", "" if type_ == "plugin_policy" else "other")
         registry.reload()
     path = tmp_path / fname
     path.write_text(text)

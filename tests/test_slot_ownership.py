@@ -380,3 +380,38 @@ def test_a_gpu_free_names_the_culprits_like_the_cpu_one() -> None:
     assert cache.insert([7] * 4, slots[4:]) == 0
     assert cache.evict(8) == 8 and pool.available_size() == 16
     assert np.array_equal(pool.slot_owners(), np.full(16, FREE))
+
+
+def test_a_callers_pages_stay_its_own_after_the_free_list_reuses_their_positions() -> None:
+    """Pages keep the position they were handed out from; a later free can reuse it."""
+    rig = Rig(size=16)
+    first = rig.pool.alloc(4)
+    mine = rig.pool.alloc(4)
+    assert first is not None and mine is not None
+    rig.pool.free(first)  # pushed where ``mine`` came from: mine's positions now hold first
+    assert (rig.pool.slot_owners()[mine.numpy()] == CALLER).all()
+    assert (rig.pool.slot_owners()[first.numpy()] == FREE).all()
+    refused(rig, lambda: rig.pool.free(first), "free in the pool", [mine])
+    assert rig.cache.insert([1, 2, 3, 4], mine) == 0
+    again = rig.pool.alloc(4)
+    assert again is not None and sorted(again.tolist()) == sorted(first.tolist())
+    refused(rig, lambda: rig.cache.insert([5, 6, 7, 8], mine), "owned by a cached node", [again])
+    assert rig.cache.insert([5, 6, 7, 8], again) == 0
+    drain_and_check(rig, [])
+
+
+def test_a_row_from_several_allocations_is_accepted_and_checked() -> None:
+    rig = Rig(size=16)
+    parts = [rig.pool.alloc(1) for _ in range(3)]
+    rig.pool.free(rig.pool.alloc(2))  # interleaved traffic: the row's tags are not consecutive
+    parts.append(rig.pool.alloc(1))
+    assert all(p is not None for p in parts)
+    row = torch.cat(parts)  # type: ignore[arg-type]
+    refused(
+        rig,
+        lambda: rig.cache.insert([1, 2, 3, 4, 5], torch.cat([row, row[1:2]])),
+        "more than once",
+        [row],
+    )
+    assert rig.cache.insert([1, 2, 3, 4], row) == 0
+    drain_and_check(rig, [])

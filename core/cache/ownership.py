@@ -1,20 +1,22 @@
 """Who holds each page of a :class:`~radix_evict.KVPool`: the pool, a caller, or a cache.
 
 A slot handed out twice is KV two requests overwrite, so every transfer of
-pages is checked against one tag per page:
+pages is checked. The pool's free pages live in ``stack[head:]``: ``alloc``
+takes from the front by moving ``head`` (writing nothing per page), a free
+pushes pages back in front of it. One tag per page says who holds it:
 
-- free (``FREE_TAG``): in the pool's free list; ``alloc`` hands it out.
-- a caller's (a tag >= 0): handed out by ``alloc``; the caller may ``free`` it
-  or give it to a cache's ``insert``. The tag is the free-list position the
-  page was handed out from.
-- a cache node's (``CACHED_TAG``): only that cache gives it back (``evict``,
-  ``reset``), never a caller's ``free``.
+- a cache node's: ``CACHED_TAG``; only that cache gives it back (``evict``,
+  ``reset``), never a caller's ``free``;
+- otherwise the position the page was last pushed to, ``w``: the page is free
+  exactly when ``w >= head`` and ``stack[w]`` is the page (the position was
+  not reused since), and a caller's (handed out by ``alloc``) otherwise.
 
 Each check reads the tags of the pages a call moves, never the pool. The
-positions make the usual check one gather: pages that one ``alloc`` handed
-out carry consecutive tags, and the same page listed twice carries the same
-tag twice, so consecutive tags prove the pages are all a caller's and all
-distinct. Anything else (a row built from several allocations, or a misuse)
+positions make the usual check one gather: the pages one ``alloc`` handed out
+carry consecutive tags, and a page listed twice carries its tag twice, so
+consecutive tags prove the pages distinct and none a node's; only those at
+positions at or above ``head`` (rare) need one more look to rule out a free
+page. Anything else (a row built from several allocations, or a misuse)
 takes the slower exact check, and only a misuse raises.
 """
 
@@ -25,8 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-FREE_TAG = -1
-CACHED_TAG = -2
+CACHED_TAG = -1
 
 # The states as ``KVPool.slot_owners`` reports them.
 CALLER = 0
@@ -55,43 +56,64 @@ def describe_slots(slots: list[int], page_size: int) -> str:
 
 
 class PageOwners:
-    """One owner tag per page, plus a scratch row for the exact repeat check.
+    """The pool's free list and one owner tag per page, plus a scratch row for repeats.
 
     The arrays are torch tensors on the pool's device; on cpu they are driven
-    through numpy views, as the pool's own state is.
+    through numpy views, whose per-call cost is a fraction of torch's (these
+    calls sit on every request's path).
     """
 
     def __init__(self, num_pages: int, page_size: int, device: torch.device) -> None:
         self.page_size = page_size
-        self._num_pages = num_pages
-        self._on_cpu = device.type == "cpu"
-        # int32 halves the memory every gather and scatter touches; positions fit in it
-        # up to two billion pages.
+        self.num_pages = num_pages
+        self._on_cpu = on_cpu = device.type == "cpu"
+        stack = torch.arange(num_pages, dtype=torch.int64, device=device)
+        # int32 halves the memory every gather and scatter of tags touches; positions
+        # fit in it up to two billion pages.
         kind = torch.int32 if num_pages < 2**31 - 1 else torch.int64
-        tag = torch.full((num_pages,), FREE_TAG, dtype=kind, device=device)
+        tag = torch.arange(num_pages, dtype=kind, device=device)  # page p pushed at p
         mark = torch.zeros(num_pages, dtype=kind, device=device)
         count = torch.arange(num_pages, dtype=kind, device=device)
-        self._tensors = (tag, mark, count)  # keeps the storage behind numpy views alive
-        self.tag: Any = tag.numpy() if self._on_cpu else tag
-        self._mark: Any = mark.numpy() if self._on_cpu else mark
-        self.count: Any = count.numpy() if self._on_cpu else count  # 0, 1, 2, ... (views)
+        self._tensors = (stack, tag, mark, count)  # keeps the storage behind numpy views alive
+        self.stack: Any = stack.numpy() if on_cpu else stack
+        self.tag: Any = tag.numpy() if on_cpu else tag
+        self._mark: Any = mark.numpy() if on_cpu else mark
+        self.count: Any = count.numpy() if on_cpu else count  # 0, 1, 2, ... (sliced as views)
+        self.head = 0
 
     # ---------------------------------------------------------- transfers
-    def hand_out(self, pages: Any, position: int) -> None:
-        """``pages`` (free-list positions ``position...``) are now the caller's."""
-        self.tag[pages] = self.count[position : position + len(pages)]
+    def pop(self, k: int) -> Any:
+        """The next ``k`` free pages, now the caller's (a view: copy before the next push)."""
+        h = self.head
+        self.head = h + k
+        return self.stack[h : h + k]
+
+    def push(self, pages: Any) -> None:
+        """``pages`` are free again; the caller has checked they may be."""
+        k = len(pages)
+        h = self.head - k
+        self.stack[h : h + k] = pages
+        self.tag[pages] = self.count[h : h + k]
+        self.head = h
+
+    def push_one(self, page: int) -> None:
+        """``push`` of a single page, in scalars (the partial last page of every request)."""
+        h = self.head - 1
+        self.stack[h] = page
+        self.tag[page] = h
+        self.head = h
 
     def adopt(self, pages: Any) -> None:
         """A cache node owns the caller's ``pages`` (checked by ``check_caller``)."""
         self.tag[pages] = CACHED_TAG
 
-    def give_back(self, pages: Any) -> None:
-        """``pages`` are free again."""
-        self.tag[pages] = FREE_TAG
-
     def disown(self, pages: Any) -> None:
-        """A cache node's ``pages`` are the caller's again (for a ``free`` override to free)."""
-        self.tag[pages] = self.count[: len(pages)]
+        """A cache node's ``pages`` are the caller's again (for a ``free`` override to free).
+
+        Tag 0 is below ``head`` whenever any page is handed out, so it reads
+        "a caller's".
+        """
+        self.tag[pages] = 0
 
     # -------------------------------------------------------------- checks
     def check_caller(self, pages: Any, what: str) -> None:
@@ -104,23 +126,23 @@ class PageOwners:
             return
         held = self.tag[pages]
         first = int(held[0])
-        if first >= 0:
-            if k == 1:
+        stop = first + k
+        if first >= 0 and (
+            k == 1 or (stop <= self.num_pages and self._same(held, self.count[first:stop]))
+        ):
+            # Distinct pages, none a node's. Those pushed below head were handed out since;
+            # one at or above it is free if its position still holds it.
+            h = self.head
+            if stop <= h:
                 return
-            stop = first + k
-            if stop <= self._num_pages and self._same(held, self.count[first:stop]):
-                return  # one alloc's pages, in order: the usual case, one gather
-        if not bool((held < 0).any()):
+            lo = max(first, h)
+            if not bool((self.stack[lo:stop] == pages[lo - first :]).any()):
+                return
+        elif not bool((held == CACHED_TAG).any()) and not bool(self._free_among(pages, held).any()):
             if not self._has_repeats(pages):
                 return  # a caller's pages from several allocations
             raise ValueError(f"{what}: {self._repeated(pages)}")
         raise ValueError(f"{what}: {self._misowned(pages, held, CALLER)}")
-
-    def _same(self, a: Any, b: Any) -> bool:
-        """Whether two tag arrays are equal; on cpu one memcmp (both are contiguous)."""
-        if self._on_cpu:
-            return bool(a.tobytes() == b.tobytes())
-        return bool(torch.equal(a, b))
 
     def check_cached(self, pages: Any, what: str) -> None:
         """Raise ValueError, naming the culprits, unless every page is a cache node's."""
@@ -130,6 +152,18 @@ class PageOwners:
         if int(held.max()) != CACHED_TAG:  # the lowest tag: the max says all of them
             raise ValueError(f"{what}: {self._misowned(pages, held, CACHED)}")
 
+    def _free_among(self, pages: Any, held: Any) -> Any:
+        """Which of ``pages`` (tags ``held``) are free: pushed at or above head, still there."""
+        stack = self.stack
+        at = held.clip(0, len(stack) - 1) if self._on_cpu else held.clamp(0, len(stack) - 1)
+        return (held >= self.head) & (stack[at] == pages)
+
+    def _same(self, a: Any, b: Any) -> bool:
+        """Whether two tag arrays are equal; on cpu one memcmp (both are contiguous)."""
+        if self._on_cpu:
+            return bool(a.tobytes() == b.tobytes())
+        return bool(torch.equal(a, b))
+
     def _has_repeats(self, pages: Any) -> bool:
         """Whether some page is listed twice: each page writes its position, a repeat loses one."""
         k = len(pages)
@@ -138,7 +172,7 @@ class PageOwners:
         return not bool((mark[pages] == positions).all())
 
     def _misowned(self, pages: Any, held: Any, state: int) -> str:
-        states = _states_of(_host(held))
+        states = self._states_of(pages, held)
         pages_np = _host(pages)
         P = self.page_size
         parts = []
@@ -154,16 +188,16 @@ class PageOwners:
         twice = [int(p) * P for p in uniq[counts > 1]]
         return f"{describe_slots(twice, P)} listed more than once (a slot has one owner)"
 
+    def _states_of(self, pages: Any, held: Any) -> np.ndarray:
+        out = np.full(len(pages), CALLER, dtype=np.uint8)
+        out[_host(self._free_among(pages, held))] = FREE
+        out[_host(held) == CACHED_TAG] = CACHED
+        return out
+
     def states(self) -> np.ndarray:
         """The state (``CALLER``, ``FREE``, ``CACHED``) of every page, on the host."""
-        return _states_of(_host(self.tag))
-
-
-def _states_of(tags: np.ndarray) -> np.ndarray:
-    out = np.full(len(tags), CALLER, dtype=np.uint8)
-    out[tags == FREE_TAG] = FREE
-    out[tags == CACHED_TAG] = CACHED
-    return out
+        return self._states_of(self.count.astype(np.int64) if self._on_cpu else self.count.long(),
+                               self.tag)
 
 
 def _host(values: Any) -> np.ndarray:

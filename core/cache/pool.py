@@ -14,7 +14,7 @@ from mypy_extensions import mypyc_attr
 
 from radix_evict.cache.allocator import Allocator
 from radix_evict.cache.args import SlotDevice, check_int
-from radix_evict.cache.ownership import FREE, FREE_TAG, PageOwners
+from radix_evict.cache.ownership import CACHED_TAG, FREE, PageOwners
 
 __all__ = ["Allocator", "KVPool", "default_device"]
 
@@ -28,11 +28,10 @@ def default_device() -> torch.device:
 class KVPool:
     """Slots ``0 .. size-1`` handed out in whole pages; every page's owner is known.
 
-    Free pages live in ``stack[head:]``; ``alloc`` takes from the front by
-    moving ``head``, ``free`` pushes pages back in front of it. One owner tag
-    per page (:mod:`~radix_evict.cache.ownership`) says whether the page is
-    free, a caller's, or a cache node's, so ``free`` refuses a double free and
-    the tree's slots, and a cache refuses to take slots that are not the
+    The free list and one owner tag per page live in
+    :class:`~radix_evict.cache.ownership.PageOwners`: it says whether a page
+    is free, a caller's, or a cache node's, so ``free`` refuses a double free
+    and the tree's slots, and a cache refuses to take slots that are not the
     caller's. The state is torch tensors on the pool's device; on cpu the same
     memory is driven through numpy views, whose per-call cost is a fraction of
     torch's (these calls sit on every request's path).
@@ -65,18 +64,14 @@ class KVPool:
         dev = self.slot_device.device
         on_cpu = self.slot_device.on_cpu
         self.num_pages = n // P
-        stack = torch.arange(self.num_pages, dtype=torch.int64, device=dev)
         # Row p holds page p's slots: gathering rows spells pages out as slots at copy
         # speed (a broadcast add is ~3x slower). 8 bytes per slot, next to KV of
         # kilobytes per slot in a real pool.
         table = torch.arange(n, dtype=torch.int64, device=dev).view(self.num_pages, P)
         # The arrays the methods work on: numpy views on cpu, the tensors elsewhere.
-        self._stack: Any = stack.numpy() if on_cpu else stack
         self._table: Any = table.numpy() if on_cpu else table
-        self._tensors = (stack, table)  # keeps the storage behind numpy views alive
-        self._head = 0
-        self.owners = PageOwners(self.num_pages, P, dev)
-        self._tag: Any = self.owners.tag  # read on every free: one attribute away
+        self._tensors = (table,)  # keeps the storage behind numpy views alive
+        self.owners = PageOwners(self.num_pages, P, dev)  # the free list and the owner tags
         self.k_buffer: list[torch.Tensor] = []
         self.v_buffer: list[torch.Tensor] = []
         if self.layers:
@@ -90,7 +85,7 @@ class KVPool:
 
     def available_size(self) -> int:
         """Free slots (always whole pages)."""
-        return (self.num_pages - self._head) * self.page_size
+        return (self.num_pages - self.owners.head) * self.page_size
 
     def alloc(self, n: SupportsIndex) -> torch.Tensor | None:
         """``n`` slot indices on the pool's device, or None if fewer are free."""
@@ -99,13 +94,10 @@ class KVPool:
         if count % P:
             raise ValueError(f"KVPool.alloc: n={count} is not a multiple of page_size {P}")
         k = count // P
-        h = self._head
-        if k > self.num_pages - h:
+        owners = self.owners
+        if k > self.num_pages - owners.head:
             return None
-        self._head = h + k
-        pages = self._stack[h : h + k]
-        self.owners.hand_out(pages, h)
-        slots = self.page_slots(pages)
+        slots = self.page_slots(owners.pop(k))
         return torch.from_numpy(slots) if self.slot_device.on_cpu else slots
 
     def page_slots(self, pages: Any) -> Any:
@@ -127,16 +119,14 @@ class KVPool:
             return
         if k == 1 and self.slot_device.on_cpu:  # the partial last page every request frees: scalars
             page = int(pages[0])
-            tag = self._tag
-            if tag[page] < 0:
-                self.owners.check_caller(pages, "KVPool.free: indices")  # raises, naming it
-            h = self._head - 1
-            self._stack[h] = page
-            tag[page] = FREE_TAG
-            self._head = h
+            owners = self.owners
+            w = int(owners.tag[page])
+            if w == CACHED_TAG or (w >= owners.head and int(owners.stack[w]) == page):
+                owners.check_caller(pages, "KVPool.free: indices")  # raises, naming it
+            owners.push_one(page)
             return
         self.owners.check_caller(pages, "KVPool.free: indices")
-        self._push(pages)
+        self.owners.push(pages)
 
     # The cache's side: pages move caller -> cache node -> pool, each move checked.
     def check_caller_pages(self, pages: Any, what: str) -> None:
@@ -150,7 +140,7 @@ class KVPool:
     def free_caller_pages(self, pages: Any) -> None:
         """Free a caller's ``pages`` already checked by ``check_caller_pages``."""
         if len(pages):
-            self._push(pages)
+            self.owners.push(pages)
 
     def release_pages(self, pages: Any) -> None:
         """A cache gives back pages its nodes own; refuses, freeing nothing, any other page.
@@ -162,7 +152,7 @@ class KVPool:
             pages = pages.numpy()
         if len(pages):
             self.owners.check_cached(pages, "KVPool.release_pages: the cache's slots")
-            self._push(pages)
+            self.owners.push(pages)
 
     def disown_pages(self, pages: Any) -> None:
         """Hand a cache node's pages back to the caller side, for a ``free`` override to free."""
@@ -227,14 +217,7 @@ class KVPool:
 
     def is_allocated(self, slot: int) -> bool:
         """Whether ``slot`` is handed out, to a caller or a cache node (for checks and tests)."""
-        return int(self._tag[slot // self.page_size]) != FREE_TAG
-
-    def _push(self, pages: Any) -> None:
-        k = len(pages)
-        h = self._head - k
-        self._stack[h : h + k] = pages
-        self.owners.give_back(pages)
-        self._head = h
+        return int(self.owners.states()[slot // self.page_size]) != FREE
 
     def __repr__(self) -> str:
         return (
