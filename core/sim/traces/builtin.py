@@ -6,7 +6,6 @@ radix-evict's metadata, exactly as a third-party format would be.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -16,7 +15,7 @@ from radix_evict.sim.traces.block_trace import BlockRow, BlockTrace
 from radix_evict.sim.traces.formats import TraceFormat
 from radix_evict.sim.workloads import MooncakeTrace, TraceError, TraceParams, Workload
 from radix_evict.sim.workloads.trace import FIELDS as MOONCAKE_FIELDS
-from radix_evict.sim.workloads.trace import _lines
+from radix_evict.sim.workloads.trace import _lines, json_record
 
 
 class MooncakeFormat(TraceFormat):
@@ -60,17 +59,7 @@ def _records(path: str, fields: tuple[str, ...], limit: int) -> Any:
     for n, line in _lines(path):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TraceError(path, n, f"not valid JSON ({e.msg} at column {e.colno})") from None
-        if not isinstance(rec, dict):
-            raise TraceError(path, n, f"expected a JSON object, got {type(rec).__name__}")
-        missing = [k for k in fields if k not in rec]
-        if missing:
-            raise TraceError(path, n, f"missing field(s) {', '.join(missing)} "
-                             f"(need {', '.join(fields)})")
-        yield n, rec
+        yield n, json_record(path, n, line, fields)
         count += 1
         if limit and count >= limit:
             return

@@ -16,14 +16,13 @@ format expects. ``fmt=NAME`` skips the detection.
 
 from __future__ import annotations
 
-import json
 import os
 from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
 from radix_evict.errors import RadixEvictError
 from radix_evict.sim.workloads import TraceError, TraceFileError, TraceParams, Workload
-from radix_evict.sim.workloads.trace import _lines
+from radix_evict.sim.workloads.trace import _lines, json_record
 
 GROUP = "radix_evict.trace_formats"
 
@@ -78,13 +77,7 @@ def _first_record(path: str) -> dict[str, Any]:
     for n, line in _lines(path):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TraceError(path, n, f"not valid JSON ({e.msg} at column {e.colno})") from None
-        if not isinstance(rec, dict):
-            raise TraceError(path, n, f"expected a JSON object, got {type(rec).__name__}")
-        return rec
+        return json_record(path, n, line)
     raise TraceError(path, None, "no requests")
 
 

@@ -75,17 +75,7 @@ class TraceParams(WorkloadParams):
 
 def _parse_line(path: str, n: int, line: str, block: int) -> tuple[float, int, int, list[int]]:
     """One validated record: (timestamp ms, input_length, output_length, hash_ids)."""
-    try:
-        rec = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise TraceError(path, n, f"not valid JSON ({e.msg} at column {e.colno})") from None
-    if not isinstance(rec, dict):
-        raise TraceError(path, n, f"expected a JSON object, got {type(rec).__name__}")
-    missing = [k for k in FIELDS if k not in rec]
-    if missing:
-        raise TraceError(
-            path, n, f"missing field(s) {', '.join(missing)} (need {', '.join(FIELDS)})"
-        )
+    rec = json_record(path, n, line, FIELDS)
     ts = rec["timestamp"]
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
         raise TraceError(path, n, f"timestamp must be a number of milliseconds, got {ts!r}")
@@ -130,6 +120,26 @@ def _parse_line(path: str, n: int, line: str, block: int) -> tuple[float, int, i
             path, n, f"input_length {il} needs {blocks} blocks of {block}, hash_ids has {len(hids)}"
         )
     return float(ts), il, ol, hids
+
+
+def json_record(path: str, n: int, line: str, fields: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Line ``n`` of a JSON-lines trace as an object holding ``fields``; else TraceError.
+
+    Every trace format reads its lines through this, so they all word a bad
+    line the same way.
+    """
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise TraceError(path, n, f"not valid JSON ({e.msg} at column {e.colno})") from None
+    if not isinstance(rec, dict):
+        raise TraceError(path, n, f"expected a JSON object, got {type(rec).__name__}")
+    missing = [k for k in fields if k not in rec]
+    if missing:
+        raise TraceError(
+            path, n, f"missing field(s) {', '.join(missing)} (need {', '.join(fields)})"
+        )
+    return rec
 
 
 def _lines(path: str) -> Iterator[tuple[int, str]]:
