@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from radix_evict.policies.lifecycle import CALLBACKS, callbacks_of
 from radix_evict.policies.registry import Registry
 from radix_evict.sglang.adapter import BridgedStrategy
 
@@ -41,7 +42,18 @@ def bridged(name: str, registry: Registry) -> Factory:
     """A factory that builds radix-evict's policy ``name`` for SGLang's tree."""
 
     def build(**config: Any) -> BridgedStrategy:
-        return BridgedStrategy(registry.load_policy(name, config or None))
+        policy = registry.load_policy(name, config or None)
+        defined = [cb for cb, fn in zip(CALLBACKS, callbacks_of(policy), strict=True) if fn]
+        if defined:
+            # SGLang's trees call get_priority only: without its events the policy would
+            # make other decisions than radix-evict predicts, so refuse at startup.
+            raise ValueError(
+                f"radix-evict policy {name!r} keeps state through lifecycle callbacks "
+                f"({', '.join(defined)}), which SGLang's radix trees do not deliver; inside "
+                "SGLang it would not make the decisions radix-evict simulates, so it is not "
+                "supported there"
+            )
+        return BridgedStrategy(policy)
 
     build.__name__ = build.__qualname__ = f"bridged_{name}"
     build.radix_evict_policy = name  # type: ignore[attr-defined]
