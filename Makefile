@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 # setup.py compiles these (core/cache/compiled.py lists them): an edit needs a rebuild.
 COMPILED := $(addprefix core/cache/,$(addsuffix .py,args tree eviction ownership slots pool radix_cache))
 
-$(STAMP): pyproject.toml setup.py core/cache/compiled.py $(COMPILED) plugins_example/pyproject.toml
+$(STAMP): pyproject.toml setup.py core/cache/compiled.py $(COMPILED) core/cache/_page_kernel.c plugins_example/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "torch==2.13.0"

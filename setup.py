@@ -1,9 +1,10 @@
-"""Build hook: compile the cache's hot-path modules with mypyc.
+"""Build hook: compile the cache's hot-path modules with mypyc, and its C page loops.
 
 Everything else about the package is declared in pyproject.toml. The compiled
-modules are the same source files run as C extensions (about 1.3x faster per
-request on the synthetic workload); without them the package is pure Python
-and behaves the same.
+modules are the same source files run as C extensions; the page loops
+(``core/cache/_page_kernel.c``) do the pool's per-page owner checks in one
+pass each. Without them the package is pure Python (numpy doing the page
+checks) and behaves the same.
 
 ``RADIX_EVICT_COMPILE`` chooses: ``auto`` (default) compiles and falls back to
 pure Python if the build fails, ``1`` makes a failed build an error, ``0``
@@ -19,7 +20,18 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 # The modules every request goes through; the rest of the package stays interpreted.
-COMPILED_MODULES = runpy.run_path(str(Path("core", "cache", "compiled.py")))["COMPILED_MODULES"]
+_LISTS = runpy.run_path(str(Path("core", "cache", "compiled.py")))
+COMPILED_MODULES = _LISTS["COMPILED_MODULES"]
+PAGE_KERNEL = _LISTS["PAGE_KERNEL"]
+
+
+def page_kernel_extension() -> Extension:
+    """The C page loops of the pool's owner checks (plain C, the Python API only)."""
+    return Extension(
+        f"radix_evict.cache.{PAGE_KERNEL}",
+        [str(Path("core", "cache", f"{PAGE_KERNEL}.c"))],
+        extra_compile_args=["-O3"],
+    )
 
 
 def compiled_extensions() -> list[Extension]:
@@ -52,6 +64,7 @@ def compiled_extensions() -> list[Extension]:
             raise
         print(f"radix-evict: not compiling ({type(e).__name__}: {e}); installing pure Python")
         return []
+    extensions.append(page_kernel_extension())
     for ext in extensions:
         ext.optional = mode == "auto"  # a failed compile leaves the pure-Python module
     return extensions

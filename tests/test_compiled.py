@@ -16,10 +16,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_setup_and_makefile_compile_the_listed_modules() -> None:
     setup_src = (ROOT / "setup.py").read_text()
-    assert 'run_path(str(Path("core", "cache", "compiled.py")))["COMPILED_MODULES"]' in setup_src
-    m = re.search(r"COMPILED := .*addsuffix \.py,([a-z_ ]+)\)", (ROOT / "Makefile").read_text())
+    assert 'run_path(str(Path("core", "cache", "compiled.py")))' in setup_src
+    assert '_LISTS["COMPILED_MODULES"]' in setup_src and '_LISTS["PAGE_KERNEL"]' in setup_src
+    makefile = (ROOT / "Makefile").read_text()
+    m = re.search(r"COMPILED := .*addsuffix \.py,([a-z_ ]+)\)", makefile)
     assert m is not None, "Makefile lost its COMPILED list"
     assert tuple(m.group(1).split()) == compiled.COMPILED_MODULES
+    kernel_source = f"core/cache/{compiled.PAGE_KERNEL}.c"
+    assert (ROOT / kernel_source).exists()
+    assert re.search(r"^\$\(STAMP\):.*" + re.escape(kernel_source), makefile, re.M), (
+        "an edit to the C page loops must rebuild the install"
+    )
     listed = runpy.run_path(str(ROOT / "core" / "cache" / "compiled.py"))["COMPILED_MODULES"]
     assert listed == compiled.COMPILED_MODULES
     for name in compiled.COMPILED_MODULES:
@@ -32,9 +39,20 @@ def test_compiled_modules_are_the_ones_loaded_from_extensions() -> None:
     for name in compiled.COMPILED_MODULES:
         assert (name in done) == (not compiled._module_file(name).endswith(".py"))
     assert compiled.describe() in (
-        "compiled (mypyc)",
+        "compiled (mypyc, C page loops)",
         "pure Python (no compiled modules)",
     ) or compiled.describe().startswith("partly compiled")
+
+
+def test_the_interpreted_build_uses_numpy_for_the_page_loops(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(compiled.PURE_ENV, "1")
+    assert compiled.page_kernel() is None
+    monkeypatch.setenv(compiled.PURE_ENV, "0")
+    loaded = compiled.page_kernel()
+    if compiled.compiled_modules():  # a compiled install builds the loops with the modules
+        assert loaded is not None and loaded.__name__.endswith(compiled.PAGE_KERNEL)
 
 
 def test_a_source_edited_after_the_build_is_stale(
@@ -53,4 +71,5 @@ def test_a_source_edited_after_the_build_is_stale(
     assert compiled.stale_modules() == []
     os.utime(src, (built + 600, built + 600))  # edited ten minutes later
     assert compiled.stale_modules() == ["radix_cache"]
-    assert compiled.describe() == "partly compiled (mypyc: radix_cache)"
+    monkeypatch.setattr(compiled, "page_kernel", lambda: None)
+    assert compiled.describe() == "partly compiled (mypyc: radix_cache; no C page loops)"

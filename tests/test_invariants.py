@@ -23,7 +23,7 @@ def test_a_consistent_cache_passes() -> None:
 def test_a_tree_slot_the_pool_counts_as_free_fails() -> None:
     rig = built()
     slot = rig.cache.match_prefix([1, 2, 3, 4]).indices[-1:]
-    rig.pool.release_pages(slot.numpy())  # the cache's own release path, behind its back
+    rig.pool.release_pages([slot.numpy()])  # the cache's own release path, behind its back
     spare = rig.pool.alloc(1)  # keep the totals equal, so only ownership can tell
     assert spare is not None
     with pytest.raises(InvariantError, match=r"held but the pool counts it as free|held twice"):

@@ -7,9 +7,7 @@ counters (``stats``) and the list of modules the install compiles
 (``compiled``). Nothing here names a policy.
 """
 
-import os
+from radix_evict.cache.compiled import prefer_interpreted, pure_python_requested
 
-from radix_evict.cache.compiled import PURE_ENV, prefer_interpreted
-
-if os.environ.get(PURE_ENV, "0") not in ("", "0"):
+if pure_python_requested():
     prefer_interpreted()

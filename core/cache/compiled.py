@@ -28,8 +28,12 @@ COMPILED_MODULES: tuple[str, ...] = (
     "radix_cache",
 )
 
-# Set to 1, the interpreted modules are imported even where compiled ones are installed
-# (the test suite runs the cache's tests on both builds this way).
+# The per-page loops of the pool's owner checks, in C (``_page_kernel.c``): built with the
+# modules above, used by ``ownership.PageOwners`` on cpu pools, numpy standing in without it.
+PAGE_KERNEL = "_page_kernel"
+
+# Set to 1, the interpreted modules (and numpy for the page loops) are used even where
+# compiled ones are installed (the test suite runs the cache's tests on both builds this way).
 PURE_ENV = "RADIX_EVICT_PURE_PYTHON"
 
 # A wheel install writes sources and extensions moments apart; an edit comes later.
@@ -50,6 +54,21 @@ def _module_file(name: str) -> str:
     return str(spec.origin or "") if spec is not None else ""
 
 
+def pure_python_requested() -> bool:
+    """Whether :data:`PURE_ENV` asks for the interpreted build."""
+    return os.environ.get(PURE_ENV, "0") not in ("", "0")
+
+
+def page_kernel() -> ModuleType | None:
+    """The C page loops, or None where they were not built or :data:`PURE_ENV` is set."""
+    if pure_python_requested():
+        return None
+    try:
+        return importlib.import_module(f"radix_evict.cache.{PAGE_KERNEL}")
+    except ImportError:
+        return None
+
+
 def compiled_modules() -> list[str]:
     """The modules of :data:`COMPILED_MODULES` that were imported from an extension."""
     return [n for n in COMPILED_MODULES if _module_file(n).endswith(tuple(EXTENSION_SUFFIXES))]
@@ -57,10 +76,13 @@ def compiled_modules() -> list[str]:
 
 def stale_modules() -> list[str]:
     """Compiled modules whose ``.py`` beside the extension was changed after the build."""
+    built = [(name, f"{name}.py") for name in compiled_modules()]
+    if page_kernel() is not None:
+        built.append((PAGE_KERNEL, f"{PAGE_KERNEL}.c"))
     stale = []
-    for name in compiled_modules():
+    for name, source in built:
         ext = _module_file(name)
-        src = os.path.join(os.path.dirname(ext), f"{name}.py")
+        src = os.path.join(os.path.dirname(ext), source)
         if os.path.exists(src) and os.path.getmtime(src) > os.path.getmtime(ext) + STALE_AFTER_S:
             stale.append(name)
     return stale
@@ -69,11 +91,14 @@ def stale_modules() -> list[str]:
 def describe() -> str:
     """One line for version output and benchmark headers."""
     done = compiled_modules()
-    if not done:
+    loops = page_kernel() is not None
+    if not done and not loops:
         return "pure Python (no compiled modules)"
-    if len(done) == len(COMPILED_MODULES):
-        return "compiled (mypyc)"
-    return f"partly compiled (mypyc: {', '.join(done)})"
+    if len(done) == len(COMPILED_MODULES) and loops:
+        return "compiled (mypyc, C page loops)"
+    parts = [f"mypyc: {', '.join(done)}"] if done else []
+    parts.append("C page loops" if loops else "no C page loops")
+    return f"partly compiled ({'; '.join(parts)})"
 
 
 class _SourceFirst(importlib.abc.MetaPathFinder):

@@ -15,9 +15,14 @@ Each check reads the tags of the pages a call moves, never the pool. The
 positions make the usual check one gather: the pages one ``alloc`` handed out
 carry consecutive tags, and a page listed twice carries its tag twice, so
 consecutive tags prove the pages distinct and none a node's; only those at
-positions at or above ``head`` (rare) need one more look to rule out a free
-page. Anything else (a row built from several allocations, or a misuse)
-takes the slower exact check, and only a misuse raises.
+positions at or above ``head`` need one more look to rule out a free page.
+Anything else (a row built from several allocations, or a misuse) takes the
+slower exact check, and only a misuse raises.
+
+On a cpu pool the per-page loops run in C (``_page_kernel.c``, one pass
+where numpy makes several: on the request path that is most of an insert's
+cost); the numpy version here runs on other devices and in the interpreted
+build, and names the culprits whenever a check fails.
 """
 
 from __future__ import annotations
@@ -27,7 +32,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from radix_evict.cache.compiled import page_kernel
+
 CACHED_TAG = -1
+_KERNEL: Any = page_kernel()
 
 # The states as ``KVPool.slot_owners`` reports them.
 CALLER = 0
@@ -41,6 +49,16 @@ _STATE_WORDS = {
     CALLER: "held by a caller, not by the cache",
 }
 _SHOWN = 6  # slots named per error line; the rest are counted
+
+
+def describe_outside(slots: Any, size: int) -> str:
+    """``"slots 100, 101 outside the pool (0..15)"``: the ones not in a pool of ``size``."""
+    arr = _host(slots)
+    bad = arr[(arr < 0) | (arr >= size)]
+    shown = ", ".join(str(int(s)) for s in bad[:_SHOWN])
+    more = f" and {len(bad) - _SHOWN} more" if len(bad) > _SHOWN else ""
+    noun = "slot" if len(bad) == 1 else "slots"
+    return f"{noun} {shown}{more} outside the pool (0..{size - 1})"
 
 
 def describe_slots(slots: list[int], page_size: int) -> str:
@@ -80,6 +98,8 @@ class PageOwners:
         self._mark: Any = mark.numpy() if on_cpu else mark
         self.count: Any = count.numpy() if on_cpu else count  # 0, 1, 2, ... (sliced as views)
         self.head = 0
+        # The C loops take int32 tags (so, up to two billion pages) and cpu arrays.
+        self._kernel: Any = _KERNEL if on_cpu and kind == torch.int32 else None
 
     # ---------------------------------------------------------- transfers
     def pop(self, k: int) -> Any:
@@ -91,21 +111,42 @@ class PageOwners:
     def push(self, pages: Any) -> None:
         """``pages`` are free again; the caller has checked they may be."""
         k = len(pages)
+        if k == 0:
+            return
+        if self._kernel is not None:
+            self.head = self._kernel.push(self.tag, self.stack, [pages], self.head)
+            return
         h = self.head - k
         self.stack[h : h + k] = pages
         self.tag[pages] = self.count[h : h + k]
         self.head = h
 
-    def push_one(self, page: int) -> None:
-        """``push`` of a single page, in scalars (the partial last page of every request)."""
-        h = self.head - 1
-        self.stack[h] = page
-        self.tag[page] = h
-        self.head = h
-
     def adopt(self, pages: Any) -> None:
         """A cache node owns the caller's ``pages`` (checked by ``check_caller``)."""
-        self.tag[pages] = CACHED_TAG
+        if self._kernel is not None:
+            self._kernel.adopt(self.tag, pages)
+        else:
+            self.tag[pages] = CACHED_TAG
+
+    def release(self, parts: list[Any], what: str) -> None:
+        """Free the pages of a cache's nodes (``parts``, one array a node), all or none.
+
+        Raises ValueError, naming the culprits and freeing nothing, unless every
+        page is a node's and listed once.
+        """
+        kernel = self._kernel
+        if kernel is not None:
+            head = kernel.release(self.tag, self.stack, parts, self.head)
+            if head >= 0:
+                self.head = head
+                return
+            raise ValueError(f"{what}: {self._cached_fault(np.concatenate(parts))}")
+        if len(parts) == 1:
+            pages = parts[0]
+        else:
+            pages = np.concatenate(parts) if self._on_cpu else torch.cat(parts)
+        self.check_cached(pages, what)
+        self.push(pages)
 
     def disown(self, pages: Any) -> None:
         """A cache node's ``pages`` are the caller's again (for a ``free`` override to free).
@@ -117,13 +158,37 @@ class PageOwners:
 
     # -------------------------------------------------------------- checks
     def check_caller(self, pages: Any, what: str) -> None:
-        """Raise ValueError, naming the culprits, unless each page is a caller's, once.
+        """Raise ValueError, naming the culprits, unless each page is in the pool, a caller's, once.
 
         ``what`` starts the message, e.g. ``"KVPool.free: indices"``.
         """
-        k = len(pages)
-        if k == 0:
+        if len(pages) == 0:
             return
+        if self._kernel is not None:
+            ok = bool(self._kernel.callers_only(self.tag, self.stack, self._mark, pages, self.head))
+        else:
+            ok = self._callers_only(pages)
+        if not ok:
+            raise ValueError(f"{what}: {self._caller_fault(pages)}")
+
+    def check_cached(self, pages: Any, what: str) -> None:
+        """Raise ValueError, naming the culprits, unless every page is a cache node's, once."""
+        if len(pages) == 0:
+            return
+        # CACHED_TAG is the lowest tag: the max says all of them.
+        if (
+            self._outside_any(pages)
+            or int(self.tag[pages].max()) != CACHED_TAG
+            or self._has_repeats(pages)
+        ):
+            raise ValueError(f"{what}: {self._cached_fault(pages)}")
+
+    # The numpy (or torch) version of the C loops, and what names a check's culprits.
+    def _callers_only(self, pages: Any) -> bool:
+        """``check_caller``'s test: every page in the pool, a caller's, listed once."""
+        if self._outside_any(pages):
+            return False
+        k = len(pages)
         held = self.tag[pages]
         first = int(held[0])
         stop = first + k
@@ -134,23 +199,36 @@ class PageOwners:
             # one at or above it is free if its position still holds it.
             h = self.head
             if stop <= h:
-                return
+                return True
             lo = max(first, h)
-            if not bool((self.stack[lo:stop] == pages[lo - first :]).any()):
-                return
-        elif not bool((held == CACHED_TAG).any()) and not bool(self._free_among(pages, held).any()):
-            if not self._has_repeats(pages):
-                return  # a caller's pages from several allocations
-            raise ValueError(f"{what}: {self._repeated(pages)}")
-        raise ValueError(f"{what}: {self._misowned(pages, held, CALLER)}")
+            return not bool((self.stack[lo:stop] == pages[lo - first :]).any())
+        if bool((held == CACHED_TAG).any()) or bool(self._free_among(pages, held).any()):
+            return False
+        return not self._has_repeats(pages)  # a caller's pages from several allocations
 
-    def check_cached(self, pages: Any, what: str) -> None:
-        """Raise ValueError, naming the culprits, unless every page is a cache node's."""
-        if len(pages) == 0:
-            return
+    def _caller_fault(self, pages: Any) -> str:
+        """What makes ``pages`` fail ``check_caller``: outside, not a caller's, or repeated."""
+        if self._outside_any(pages):
+            return describe_outside(_host(pages) * self.page_size, self.num_pages * self.page_size)
         held = self.tag[pages]
-        if int(held.max()) != CACHED_TAG:  # the lowest tag: the max says all of them
-            raise ValueError(f"{what}: {self._misowned(pages, held, CACHED)}")
+        if bool((held == CACHED_TAG).any()) or bool(self._free_among(pages, held).any()):
+            return self._misowned(pages, held, CALLER)
+        return self._repeated(pages)
+
+    def _cached_fault(self, pages: Any) -> str:
+        """What makes ``pages`` fail ``check_cached``: outside, not a node's, or repeated."""
+        if self._outside_any(pages):
+            return describe_outside(_host(pages) * self.page_size, self.num_pages * self.page_size)
+        held = self.tag[pages]
+        if int(held.max()) != CACHED_TAG:
+            return self._misowned(pages, held, CACHED)
+        return self._repeated(pages)
+
+    def _outside_any(self, pages: Any) -> bool:
+        """Whether some page is not in the pool."""
+        if self._on_cpu:  # one pass: a negative page wraps to a huge one
+            return int(pages.view(np.uint64).max()) >= self.num_pages
+        return int(pages.min()) < 0 or int(pages.max()) >= self.num_pages
 
     def _free_among(self, pages: Any, held: Any) -> Any:
         """Which of ``pages`` (tags ``held``) are free: pushed at or above head, still there."""
@@ -167,6 +245,8 @@ class PageOwners:
     def _has_repeats(self, pages: Any) -> bool:
         """Whether some page is listed twice: each page writes its position, a repeat loses one."""
         k = len(pages)
+        if k > self.num_pages:
+            return True  # more pages than the pool has
         mark, positions = self._mark, self.count[:k]
         mark[pages] = positions
         return not bool((mark[pages] == positions).all())

@@ -14,7 +14,7 @@ from mypy_extensions import mypyc_attr
 
 from radix_evict.cache.allocator import Allocator
 from radix_evict.cache.args import SlotDevice, check_int
-from radix_evict.cache.ownership import CACHED_TAG, FREE, PageOwners
+from radix_evict.cache.ownership import FREE, PageOwners, describe_outside
 
 __all__ = ["Allocator", "KVPool", "default_device"]
 
@@ -113,46 +113,41 @@ class KVPool:
         twice, already free, or owned by a cache node (the cache frees those).
         """
         self.slot_device.check("KVPool.free: indices", indices)
-        pages = self.pages_of(self.host_view(indices), "KVPool.free: indices")
-        k = len(pages)
-        if k == 0:
-            return
-        if k == 1 and self.slot_device.on_cpu:  # the partial last page every request frees: scalars
-            page = int(pages[0])
-            owners = self.owners
-            w = int(owners.tag[page])
-            if w == CACHED_TAG or (w >= owners.head and int(owners.stack[w]) == page):
-                owners.check_caller(pages, "KVPool.free: indices")  # raises, naming it
-            owners.push_one(page)
-            return
-        self.owners.check_caller(pages, "KVPool.free: indices")
-        self.owners.push(pages)
+        what = "KVPool.free: indices"
+        self.owners.push(self.caller_pages(self.host_view(indices), what))
 
     # The cache's side: pages move caller -> cache node -> pool, each move checked.
-    def check_caller_pages(self, pages: Any, what: str) -> None:
-        """Raise ValueError, naming the culprits, unless each page is a caller's, once."""
+    def caller_pages(self, idx: Any, what: str) -> Any:
+        """The pages of the slots ``idx`` (a 1-D int64 array from ``host_view``), checked.
+
+        Raises ValueError naming ``what`` and the culprits unless ``idx`` is
+        whole, aligned pages in order (every slot of each page is compared),
+        in the pool, each page a caller's and listed once. At page size 1 the
+        result is ``idx`` itself.
+        """
+        # At page size 1 the owner check also rules out slots outside the pool.
+        pages = idx if self.page_size == 1 else self._whole_pages(idx, what)
         self.owners.check_caller(pages, what)
+        return pages
 
     def adopt_pages(self, pages: Any) -> None:
-        """A cache node takes the caller's ``pages`` (checked by ``check_caller_pages``)."""
+        """A cache node takes the caller's ``pages`` (checked by ``caller_pages``)."""
         self.owners.adopt(pages)
 
     def free_caller_pages(self, pages: Any) -> None:
-        """Free a caller's ``pages`` already checked by ``check_caller_pages``."""
-        if len(pages):
-            self.owners.push(pages)
+        """Free a caller's ``pages`` already checked by ``caller_pages``."""
+        self.owners.push(pages)
 
-    def release_pages(self, pages: Any) -> None:
-        """A cache gives back pages its nodes own; refuses, freeing nothing, any other page.
+    def release_pages(self, parts: list[Any]) -> None:
+        """A cache gives back the pages its nodes own (one array a node), all or none.
 
-        A page has one owning node (adoption checks that), so a page is
-        released twice only if a node is, and the second release finds it free.
+        Refuses, freeing nothing, a page that is not a node's or is listed
+        twice: a page has one owning node (adoption checks that), so that
+        would be a node released twice.
         """
-        if self.slot_device.on_cpu and isinstance(pages, torch.Tensor):
-            pages = pages.numpy()
-        if len(pages):
-            self.owners.check_cached(pages, "KVPool.release_pages: the cache's slots")
-            self.owners.push(pages)
+        if self.slot_device.on_cpu:
+            parts = [p.numpy() if isinstance(p, torch.Tensor) else p for p in parts]
+        self.owners.release(parts, "KVPool.release_pages: the cache's slots")
 
     def disown_pages(self, pages: Any) -> None:
         """Hand a cache node's pages back to the caller side, for a ``free`` override to free."""
@@ -160,28 +155,19 @@ class KVPool:
             self.owners.check_cached(pages, "KVPool.disown_pages: the cache's slots")
             self.owners.disown(pages)
 
-    def pages_of(self, idx: Any, what: str) -> Any:
-        """The page of each page of slots in ``idx`` (a 1-D int64 array from ``host_view``).
-
-        Raises ValueError naming ``what`` unless every slot is in the pool and
-        ``idx`` is whole, aligned pages in order (every slot of each page is
-        compared). At page size 1 the result is ``idx`` itself.
-        """
+    def _whole_pages(self, idx: Any, what: str) -> Any:
+        """The page of each page of slots in ``idx``, which must be whole pages in the pool."""
         n = len(idx)
         if n == 0:
             return idx
         P = self.page_size
         size = self.size
-        if n == 1 and self.slot_device.on_cpu:
-            if not 0 <= int(idx[0]) < size:
-                raise ValueError(self._outside(idx, what))
-        elif self.slot_device.on_cpu:
-            if int(idx.view(np.uint64).max()) >= size:  # a negative slot wraps to a huge one
-                raise ValueError(self._outside(idx, what))
-        elif int(idx.min()) < 0 or int(idx.max()) >= size:
-            raise ValueError(self._outside(idx, what))
-        if P == 1:
-            return idx
+        if self.slot_device.on_cpu:
+            outside = int(idx.view(np.uint64).max()) >= size  # a negative slot wraps to a huge one
+        else:
+            outside = int(idx.min()) < 0 or int(idx.max()) >= size
+        if outside:
+            raise ValueError(f"{what}: {describe_outside(idx, size)}")
         if n % P:
             raise ValueError(f"{what}: {n} slots are not whole pages of {P}")
         rows = idx.reshape(-1, P)
@@ -198,14 +184,6 @@ class KVPool:
         if self.slot_device.on_cpu:
             return indices.numpy().astype(np.int64, copy=False)
         return indices.long()
-
-    def _outside(self, idx: Any, what: str) -> str:
-        arr = idx.cpu().numpy() if isinstance(idx, torch.Tensor) else idx
-        bad = arr[(arr < 0) | (arr >= self.size)]
-        shown = ", ".join(str(int(s)) for s in bad[:6])
-        more = f" and {len(bad) - 6} more" if len(bad) > 6 else ""
-        noun = "slot" if len(bad) == 1 else "slots"
-        return f"{what}: {noun} {shown}{more} outside the pool (0..{self.size - 1})"
 
     def free_mask(self) -> np.ndarray:
         """One flag per slot, True where the slot is free (for checks and tests; O(size))."""

@@ -85,9 +85,7 @@ class SlotStorage:
         what = f"insert: indices[{start}:{stop}]"
         pool = self._kvpool
         if pool is not None:
-            pages = pool.pages_of(part, what)
-            pool.check_caller_pages(pages, what)
-            return pages
+            return pool.caller_pages(part, what)
         return self._untracked_pages(part, what)
 
     def adopt(self, entries: Any) -> None:
@@ -168,12 +166,12 @@ class SlotStorage:
         """Give the slots behind the tree's ``values`` back to the pool."""
         pool = self._kvpool
         if pool is not None:
+            if self._plain_free:
+                pool.release_pages(values)
+                return
             if self.on_cpu:
                 pages = values[0] if len(values) == 1 else np.concatenate(values)
             else:
                 pages = values[0] if len(values) == 1 else torch.cat(values)
-            if self._plain_free:
-                pool.release_pages(pages)
-                return
             pool.disown_pages(pages)  # back on the caller side, for the override's free
         self._pool.free(self.to_tensor(values))
