@@ -7,8 +7,9 @@ The core never imports this package by name: it is found through the
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from radix_evict import PolicySpec, hookimpl
+from radix_evict import EvictionPolicy, PolicySpec, hookimpl
 
 from .frequency import LFUPolicy, SLRUPolicy
 from .priority import PriorityPolicy
@@ -30,7 +31,7 @@ __all__ = [
 # Policies that a simulation without a given config runs with a config derived from the workload.
 _DERIVERS = {TLRUPolicy.name: derive_tlru_config}
 
-_PUBLIC = (
+_PUBLIC: tuple[tuple[type[EvictionPolicy[Any]], str], ...] = (
     (
         LRUPolicy,
         "Least recently used prefix goes first; matches how prefix reuse decays with time.",
@@ -48,7 +49,7 @@ _PUBLIC = (
         "turn's TTFT budget, then LRU.",
     ),
 )
-_HIDDEN = (
+_HIDDEN: tuple[tuple[type[EvictionPolicy[Any]], str], ...] = (
     (FIFOPolicy, "Oldest created prefix first (hidden: extend the choice list to use it)."),
     (MRUPolicy, "Most recently used first (hidden: extend the choice list to use it)."),
     (FILOPolicy, "Newest created prefix first (hidden: extend the choice list to use it)."),

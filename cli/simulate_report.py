@@ -98,8 +98,8 @@ def matrix_table(workloads: Sequence[str], policies: Sequence[str],
     """Policy x workload: hit rate and p50/p90/p99 uncached, winner marked per workload."""
     cell = {(r.workload, r.label): r for r in results}
     bounds = bounds or {}
-    for w, b in bounds.items():
-        cell[(w, b.oracle.label)] = b.oracle
+    for w, bound in bounds.items():
+        cell[(w, bound.oracle.label)] = bound.oracle
     t = Table(title="policy x workload", title_justify="left")
     t.add_column("workload")
     t.add_column("policy")

@@ -20,6 +20,7 @@ tie rule (equal scores go least recently used first).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from radix_evict.policies.contract import EvictionPolicy, Score
@@ -129,7 +130,8 @@ class BridgedStrategy:
     def __init__(self, policy: EvictionPolicy) -> None:
         self.policy = policy
         self.name = policy.name
-        self._score = policy.score
+        # The views below stand in for TreeNode: they have the fields a score reads.
+        self._score: Callable[[Any], Score] = policy.score
         self._view: type[UnifiedNode] | None = None  # chosen by the first node seen
 
     def get_priority(self, node: Any) -> Score:

@@ -108,8 +108,8 @@ def _install(reg: Registry) -> Installed:
             inst.pending.append((module_name, patch))
             when_imported(module_name, patch)
     except Exception:
-        for module_name, patch in inst.pending:
-            cancel(module_name, patch)
+        for pending_module, pending_patch in inst.pending:
+            cancel(pending_module, pending_patch)
         inst.changes.undo_all()
         raise
     logger.info(

@@ -24,7 +24,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -194,6 +194,16 @@ class MatrixResult:
         }
 
 
+
+TierKey = TypeVar("TierKey", int, str)  # a priority, or a request kind
+
+def _tier(table: dict[TierKey, TierStats], key: TierKey) -> TierStats:
+    """The figures of one priority tier or request kind, started on first use."""
+    t = table.get(key)
+    if t is None:
+        t = table[key] = TierStats(str(key))
+    return t
+
 class _Tally:
     """Counters kept outside the timed regions (the harness's Tally, plus tiers)."""
 
@@ -220,10 +230,7 @@ class _Tally:
         self.hits += hit
         self.prompts += plen
         self.uncached.append(plen - hit)
-        for table, key in ((self.tiers, prio), (self.kinds, kind)):
-            t = table.get(key)
-            if t is None:
-                t = table[key] = TierStats(str(key))
+        for t in (_tier(self.tiers, prio), _tier(self.kinds, kind)):
             t.requests += 1
             t.prompt_tokens += plen
             t.hit_tokens += hit

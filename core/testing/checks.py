@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from radix_evict.cache.eviction import is_evictable_leaf
@@ -237,18 +237,21 @@ def score_snapshots(
 ) -> None:
     """Total, deterministic, side-effect free on ``leaves`` (``other`` is a second instance)."""
     name = type(policy).__name__
+    # A snapshot stands in for a TreeNode: it has every field a score may read.
+    score: Callable[[Any], Any] = policy.score
+    score_other: Callable[[Any], Any] = other.score
     keys = []
     for leaf in leaves:
         before = leaf.fields()
         try:
-            s1 = policy.score(leaf)
+            s1 = score(leaf)
         except Exception as e:
             raise AssertionError(f"{name}.score raised {type(e).__name__}: {e} on {leaf!r}") from e
         _check_score_value(s1, f"{name}.score({leaf!r})")
         assert leaf.fields() == before, f"{name}.score changed the node it scored"
         if not policy.volatile_score:
-            s2 = policy.score(leaf)
-            s3 = other.score(leaf.clone())
+            s2 = score(leaf)
+            s3 = score_other(leaf.clone())
             assert s1 == s2, f"{name}.score is not deterministic: {s1!r} then {s2!r}"
             assert s1 == s3, (
                 f"{name}.score differs between two equal nodes / instances: {s1!r} vs {s3!r}"

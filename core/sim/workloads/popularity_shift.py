@@ -65,8 +65,8 @@ def build_popularity_shift(seed: int = 0, params: ShiftParams | None = None) -> 
     # Which ranks get new documents: a random subset, so popular ones change too.
     ranks = sorted(rng.choice(p.hot_docs, size=replaced, replace=False).tolist())
     after = list(before)
-    for r, d in zip(ranks, fresh, strict=True):
-        after[r] = d
+    for rank, doc in zip(ranks, fresh, strict=True):
+        after[rank] = doc
     probs = zipf_probs(p.hot_docs, p.zipf)
     shift = round(p.shift_at * p.requests)
     sessions: list[Session] = []
