@@ -33,6 +33,7 @@ from typing import Any
 from radix_evict import registry
 from radix_evict.errors import ConfigProblem, valid_keys_text
 from radix_evict.sglang import native
+from radix_evict.sglang.strategies import not_runnable_in_sglang
 
 from .errors import EXIT_INVALID, EXIT_USAGE
 from .lint_argv import CONFIG_FLAG, POLICY_FLAG, Occurrence, problem_at
@@ -143,13 +144,13 @@ class Verdict:
         obj, parsed = self._parse_config()
         if not (native or plugin) or not parsed:
             return self.problems
-        if plugin:
-            self._radix_evict(name, obj, ERROR)
-            return self.problems
-        if name == "tlru" and not self._tlru_startup(obj):
-            return self.problems
         before = len(self.problems)
-        if self._strategy(name, obj) and self._rust_core(name, obj):
+        if plugin:
+            if self._radix_evict(name, obj, ERROR):
+                self._runs_in_sglang(name, obj)
+        elif name == "tlru" and not self._tlru_startup(obj):
+            return self.problems
+        elif self._strategy(name, obj) and self._rust_core(name, obj):
             self._radix_evict(name, obj, WARNING)
         if self.cache_disabled:  # SGLang builds no strategy: what would fail is advice now
             self.problems[before:] = [_not_now(p) for p in self.problems[before:]]
@@ -333,12 +334,32 @@ class Verdict:
         self.at_config(("protected_threshold",), "int_type", msg)
         return False
 
-    def _radix_evict(self, name: str, obj: Any, severity: str) -> None:
-        """radix-evict's strict validation: SGLang's verdict for plugin policies, else advice."""
+    def _runs_in_sglang(self, name: str, obj: Any) -> None:
+        """A plugin policy SGLang's trees cannot run fails at startup (the plugin refuses it)."""
+        try:
+            policy = registry.load_policy(name, obj if obj else None)
+        except Exception as e:  # the plugin's factory builds it the same way, at startup
+            self.at_policy("policy_failed", f"SGLang fails at startup building the {name} "
+                           f"strategy: {type(e).__name__}: {e}")
+            return
+        why = not_runnable_in_sglang(name, policy)
+        if why is not None:
+            self.at_policy("not_runnable_in_sglang",
+                           f"SGLang fails at startup building the {name} strategy: {why}",
+                           hint="simulate it with radix-evict; in SGLang use a policy "
+                                "without lifecycle callbacks")
+
+    def _radix_evict(self, name: str, obj: Any, severity: str) -> bool:
+        """radix-evict's strict validation: SGLang's verdict for plugin policies, else advice.
+
+        Returns whether the config passed.
+        """
         config = obj if obj or obj is None else None
+        passed = True
         for p in registry.validate(name, config, extended=True):
             if p.type in NAME_PROBLEMS:
                 continue
+            passed = False
             msg = p.msg if severity == ERROR else (
                 f"{p.msg} (SGLang {SGLANG_VERSION} runs it; radix-evict refuses it: its "
                 "RadixCache, validate, and SGLang itself where radix-evict's SGLang plugin "
@@ -353,6 +374,7 @@ class Verdict:
                                f"protected_threshold {value}: every node counts as protected "
                                "(a hit count is never below it), so slru is plain LRU",
                                hint="use lru, or a threshold >= 1", severity=WARNING)
+        return passed
 
 
 def _not_now(p: LintProblem) -> LintProblem:

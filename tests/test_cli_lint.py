@@ -179,3 +179,67 @@ def test_docs_example_is_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     r = run_cli("lint", target)
     assert r.exit_code == int(code)
     assert r.output.splitlines() == shown.splitlines()
+
+
+def _with_example_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example package's policies (gdsf, reuse), with radix-evict's SGLang plugin allowed."""
+    from radix_evict import registry
+
+    monkeypatch.setenv("RADIX_EVICT_PLUGINS", "costaware")
+    monkeypatch.setenv("SGLANG_PLUGINS", "")
+    registry.reload()
+
+
+def test_a_policy_sglang_cannot_run_fails_as_sglang_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _with_example_package(monkeypatch)
+    path = tmp_path / "serve.sh"
+    path.write_text("python -m sglang.launch_server --radix-eviction-policy reuse\n")
+    r = run_cli("lint", str(path), "--json")
+    assert r.exit_code == 1, r.output
+    (err,) = json.loads(r.stdout)["errors"]
+    assert err["type"] == "not_runnable_in_sglang"
+    assert "lifecycle callbacks (on_insert, on_hit, on_split, on_evict)" in err["msg"]
+    # The plugin's factory gives SGLang the same reason at startup.
+    from radix_evict import registry
+    from radix_evict.sglang.strategies import bridged
+
+    with pytest.raises(ValueError) as refused:
+        bridged("reuse", registry)()
+    assert str(refused.value) in err["msg"]
+    path.write_text("python -m sglang.launch_server --radix-eviction-policy gdsf\n")
+    assert run_cli("lint", str(path)).exit_code == 0  # gdsf keeps no state: it runs in SGLang
+
+
+def test_a_policy_that_fails_to_build_fails_as_sglang_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _with_example_package(monkeypatch)
+    from radix_evict import registry
+
+    def broken(name: str, config: Any = None) -> Any:
+        raise RuntimeError("no GPU to measure credit on")
+
+    monkeypatch.setattr(registry, "load_policy", broken)
+    path = tmp_path / "serve.sh"
+    path.write_text("python -m sglang.launch_server --radix-eviction-policy gdsf\n")
+    r = run_cli("lint", str(path), "--json")
+    assert r.exit_code == 1, r.output
+    (err,) = json.loads(r.stdout)["errors"]
+    assert err["type"] == "policy_failed"
+    assert err["msg"].endswith("the gdsf strategy: RuntimeError: no GPU to measure credit on")
+
+
+def test_with_the_radix_cache_disabled_a_plugin_policy_problem_is_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _with_example_package(monkeypatch)
+    path = tmp_path / "serve.sh"
+    path.write_text("python -m sglang.launch_server --disable-radix-cache "
+                    "--radix-eviction-policy reuse\n")
+    r = run_cli("lint", str(path), "--json")
+    assert r.exit_code == 0, r.output
+    (warning,) = [w for w in json.loads(r.stdout)["warnings"]
+                  if w["type"] == "not_runnable_in_sglang"]
+    assert "builds no eviction strategy" in warning["msg"]

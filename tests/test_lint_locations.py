@@ -104,6 +104,8 @@ CASES: list[tuple[str, str, str, str, str, str, int]] = [
      "policy_type", "error", "3", 0),
     ("policy from a radix-evict package", "a.sh", SH + "--radix-eviction-policy gdsf\n",
      "plugin_policy", "note", "gdsf", 0),
+    ("radix-evict policy with lifecycle callbacks", "a.sh", SH + "--radix-eviction-policy reuse\n",
+     "not_runnable_in_sglang", "error", "reuse", 0),
     ("radix-evict policy where SGLang would not load the plugin", "a.sh",
      SH + "--radix-eviction-policy gdsf\n", "plugin_unavailable", "error", "gdsf", 0),
     ("value set at deploy time", "a.yaml",
@@ -139,11 +141,12 @@ CASES: list[tuple[str, str, str, str, str, str, int]] = [
 def test_problem_at_its_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
                               fname: str, text: str, type_: str, severity: str, marker: str,
                               nth: int) -> None:
-    if type_ in ("plugin_policy", "plugin_unavailable"):  # gdsf: the example package's
+    if type_ in ("plugin_policy", "plugin_unavailable", "not_runnable_in_sglang"):
+        # gdsf and reuse: the example package's
         from radix_evict import registry
 
         monkeypatch.setenv("RADIX_EVICT_PLUGINS", "costaware")
-        monkeypatch.setenv("SGLANG_PLUGINS", "" if type_ == "plugin_policy" else "other")
+        monkeypatch.setenv("SGLANG_PLUGINS", "other" if type_ == "plugin_unavailable" else "")
         registry.reload()
     path = tmp_path / fname
     path.write_text(text)
@@ -226,7 +229,7 @@ TESTED = {c[3] for c in CASES} | {"file_too_large", "file_unreadable", "not_regu
                                   "internal_error", "too_slow", "parse_error"}
 # Types reported only through registry problems (their own tests are in test_cli_lint.py
 # or need a broken plugin package: test_plugins.py covers the registry's messages).
-ELSEWHERE = {"plugin_failed", "name_conflict", "too_complex"}
+ELSEWHERE = {"plugin_failed", "name_conflict", "too_complex", "policy_failed"}
 
 
 def test_every_problem_type_is_tested() -> None:

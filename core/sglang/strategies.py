@@ -38,21 +38,32 @@ def validated_native(name: str, native: Factory, registry: Registry) -> Factory:
     return build
 
 
+def not_runnable_in_sglang(name: str, policy: object) -> str | None:
+    """Why SGLang's trees cannot run radix-evict's ``policy`` (None: they can).
+
+    They call ``get_priority`` only: a policy that keeps state through lifecycle
+    callbacks would, without those events, make other decisions than radix-evict
+    predicts. The plugin refuses such a policy at startup; lint reports it.
+    """
+    defined = [cb for cb, fn in zip(CALLBACKS, callbacks_of(policy), strict=True) if fn]
+    if not defined:
+        return None
+    return (
+        f"radix-evict policy {name!r} keeps state through lifecycle callbacks "
+        f"({', '.join(defined)}), which SGLang's radix trees do not deliver; inside "
+        "SGLang it would not make the decisions radix-evict simulates, so it is not "
+        "supported there"
+    )
+
+
 def bridged(name: str, registry: Registry) -> Factory:
     """A factory that builds radix-evict's policy ``name`` for SGLang's tree."""
 
     def build(**config: Any) -> BridgedStrategy:
         policy = registry.load_policy(name, config or None)
-        defined = [cb for cb, fn in zip(CALLBACKS, callbacks_of(policy), strict=True) if fn]
-        if defined:
-            # SGLang's trees call get_priority only: without its events the policy would
-            # make other decisions than radix-evict predicts, so refuse at startup.
-            raise ValueError(
-                f"radix-evict policy {name!r} keeps state through lifecycle callbacks "
-                f"({', '.join(defined)}), which SGLang's radix trees do not deliver; inside "
-                "SGLang it would not make the decisions radix-evict simulates, so it is not "
-                "supported there"
-            )
+        why = not_runnable_in_sglang(name, policy)
+        if why is not None:
+            raise ValueError(why)
         return BridgedStrategy(policy)
 
     build.__name__ = build.__qualname__ = f"bridged_{name}"
