@@ -190,15 +190,21 @@ def _with_example_package(monkeypatch: pytest.MonkeyPatch) -> None:
     registry.reload()
 
 
+def lint_error(path: Path, command: str) -> dict[str, Any]:
+    """The one error ``lint`` reports on a script holding ``command`` (it exits 1)."""
+    path.write_text(f"python -m sglang.launch_server {command}\n")
+    r = run_cli("lint", str(path), "--json")
+    assert r.exit_code == 1, r.output
+    (err,) = json.loads(r.stdout)["errors"]
+    return err  # type: ignore[no-any-return]
+
+
 def test_a_policy_sglang_cannot_run_fails_as_sglang_would(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _with_example_package(monkeypatch)
     path = tmp_path / "serve.sh"
-    path.write_text("python -m sglang.launch_server --radix-eviction-policy reuse\n")
-    r = run_cli("lint", str(path), "--json")
-    assert r.exit_code == 1, r.output
-    (err,) = json.loads(r.stdout)["errors"]
+    err = lint_error(path, "--radix-eviction-policy reuse")
     assert err["type"] == "not_runnable_in_sglang"
     assert "lifecycle callbacks (on_insert, on_hit, on_split, on_evict)" in err["msg"]
     # The plugin's factory gives SGLang the same reason at startup.
@@ -222,11 +228,7 @@ def test_a_policy_that_fails_to_build_fails_as_sglang_would(
         raise RuntimeError("no GPU to measure credit on")
 
     monkeypatch.setattr(registry, "load_policy", broken)
-    path = tmp_path / "serve.sh"
-    path.write_text("python -m sglang.launch_server --radix-eviction-policy gdsf\n")
-    r = run_cli("lint", str(path), "--json")
-    assert r.exit_code == 1, r.output
-    (err,) = json.loads(r.stdout)["errors"]
+    err = lint_error(tmp_path / "serve.sh", "--radix-eviction-policy gdsf")
     assert err["type"] == "policy_failed"
     assert err["msg"].endswith("the gdsf strategy: RuntimeError: no GPU to measure credit on")
 

@@ -188,6 +188,40 @@ static void push_parts(Array *tag, Array *stack, PyObject *seq, Py_ssize_t h)
     }
 }
 
+/* The arguments of push and release, (tag, stack, parts, head), opened. */
+typedef struct {
+    Array tag, stack;
+    PyObject *parts; /* PySequence_Fast of int64 arrays */
+    Py_ssize_t head;
+} FreeListCall;
+
+static int free_list_open(PyObject *args, FreeListCall *c)
+{
+    PyObject *tag_o, *stack_o, *parts_o;
+    if (!PyArg_ParseTuple(args, "OOOn", &tag_o, &stack_o, &parts_o, &c->head))
+        return -1;
+    c->parts = PySequence_Fast(parts_o, "parts must be a sequence of arrays");
+    if (c->parts == NULL)
+        return -1;
+    if (array_open(tag_o, &c->tag, 4, 1, "tag") < 0)
+        goto fail_parts;
+    if (array_open(stack_o, &c->stack, 8, 1, "stack") < 0)
+        goto fail_tag;
+    return 0;
+fail_tag:
+    PyBuffer_Release(&c->tag.view);
+fail_parts:
+    Py_DECREF(c->parts);
+    return -1;
+}
+
+static void free_list_close(FreeListCall *c)
+{
+    PyBuffer_Release(&c->stack.view);
+    PyBuffer_Release(&c->tag.view);
+    Py_DECREF(c->parts);
+}
+
 /* push(tag, stack, parts, head) -> new head
  *
  * The pages of every array in `parts` are free again, in front of `head`;
@@ -195,31 +229,19 @@ static void push_parts(Array *tag, Array *stack, PyObject *seq, Py_ssize_t h)
  */
 static PyObject *push(PyObject *self, PyObject *args)
 {
-    PyObject *tag_o, *stack_o, *parts_o;
-    Py_ssize_t head;
-    if (!PyArg_ParseTuple(args, "OOOn", &tag_o, &stack_o, &parts_o, &head))
-        return NULL;
-    PyObject *seq = PySequence_Fast(parts_o, "parts must be a sequence of arrays");
-    if (seq == NULL)
+    FreeListCall c;
+    if (free_list_open(args, &c) < 0)
         return NULL;
     PyObject *result = NULL;
-    Array tag, stack;
-    if (array_open(tag_o, &tag, 4, 1, "tag") < 0)
-        goto done_seq;
-    if (array_open(stack_o, &stack, 8, 1, "stack") < 0)
-        goto done_tag;
-    Py_ssize_t total = count_pages(seq);
-    if (total >= 0 && total > head)
-        PyErr_Format(PyExc_ValueError, "push: %zd pages, but only %zd are handed out", total, head);
-    else if (total >= 0) {
-        push_parts(&tag, &stack, seq, head - total);
-        result = PyLong_FromSsize_t(head - total);
+    Py_ssize_t total = count_pages(c.parts); /* -1: an error is set */
+    if (total > c.head) {
+        PyErr_Format(PyExc_ValueError, "push: %zd pages, but only %zd are handed out", total,
+                     c.head);
+    } else if (total >= 0) {
+        push_parts(&c.tag, &c.stack, c.parts, c.head - total);
+        result = PyLong_FromSsize_t(c.head - total);
     }
-    PyBuffer_Release(&stack.view);
-done_tag:
-    PyBuffer_Release(&tag.view);
-done_seq:
-    Py_DECREF(seq);
+    free_list_close(&c);
     return result;
 }
 
@@ -232,29 +254,19 @@ done_seq:
  */
 static PyObject *release(PyObject *self, PyObject *args)
 {
-    PyObject *tag_o, *stack_o, *parts_o;
-    Py_ssize_t head;
-    if (!PyArg_ParseTuple(args, "OOOn", &tag_o, &stack_o, &parts_o, &head))
-        return NULL;
-    PyObject *seq = PySequence_Fast(parts_o, "parts must be a sequence of arrays");
-    if (seq == NULL)
+    FreeListCall c;
+    if (free_list_open(args, &c) < 0)
         return NULL;
     PyObject *result = NULL;
-    Array tag, stack;
-    if (array_open(tag_o, &tag, 4, 1, "tag") < 0)
-        goto done_seq;
-    if (array_open(stack_o, &stack, 8, 1, "stack") < 0)
-        goto done_tag;
-
-    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(c.parts);
     Py_ssize_t total = 0, bad_j = -1, bad_i = 0;
     for (Py_ssize_t j = 0; j < n && bad_j < 0; j++) {
         Array part;
-        if (array_open(PySequence_Fast_GET_ITEM(seq, j), &part, 8, 0, "pages") < 0) {
+        if (array_open(PySequence_Fast_GET_ITEM(c.parts, j), &part, 8, 0, "pages") < 0) {
             bad_j = j; /* the error stays set; none of this array's tags were touched */
             break;
         }
-        Py_ssize_t done = mark_releasing(&tag, &part);
+        Py_ssize_t done = mark_releasing(&c.tag, &part);
         if (done < part.n) {
             bad_j = j;
             bad_i = done;
@@ -262,7 +274,7 @@ static PyObject *release(PyObject *self, PyObject *args)
         total += part.n;
         PyBuffer_Release(&part.view);
     }
-    if (bad_j < 0 && total > head)
+    if (bad_j < 0 && total > c.head)
         bad_j = n; /* cannot happen while each page has one tag; undo all the same */
     if (bad_j >= 0) {
         /* Put back the tags seen before the culprit (the culprit's own was not touched). */
@@ -270,24 +282,20 @@ static PyObject *release(PyObject *self, PyObject *args)
             Array part;
             if (PyErr_Occurred() && j == bad_j)
                 break; /* the array that failed to open */
-            if (array_open(PySequence_Fast_GET_ITEM(seq, j), &part, 8, 0, "pages") < 0)
+            if (array_open(PySequence_Fast_GET_ITEM(c.parts, j), &part, 8, 0, "pages") < 0)
                 break; /* opened fine a moment ago: cannot happen */
             Py_ssize_t stop = j == bad_j ? bad_i : part.n;
             for (Py_ssize_t i = 0; i < stop; i++)
-                I32(tag, I64(part, i)) = CACHED_TAG;
+                I32(c.tag, I64(part, i)) = CACHED_TAG;
             PyBuffer_Release(&part.view);
         }
         if (!PyErr_Occurred())
             result = PyLong_FromLong(-1);
     } else {
-        push_parts(&tag, &stack, seq, head - total);
-        result = PyLong_FromSsize_t(head - total);
+        push_parts(&c.tag, &c.stack, c.parts, c.head - total);
+        result = PyLong_FromSsize_t(c.head - total);
     }
-    PyBuffer_Release(&stack.view);
-done_tag:
-    PyBuffer_Release(&tag.view);
-done_seq:
-    Py_DECREF(seq);
+    free_list_close(&c);
     return result;
 }
 
