@@ -104,6 +104,11 @@ def test_an_unrecognised_format_says_what_was_expected(tmp_path: Path) -> None:
         ({"timestamp": "soon"}, "timestamp must be a number of seconds"),
         ({"parent_chat_id": 10}, "names itself"),
         ({"input_length": -1}, "input_length must be >= 0"),
+        # The limits a Mooncake trace has: token ids in int64, a request a replay can hold.
+        ({"hash_ids": [0, 2**63, 2]}, r"hash_ids\[1\] = 9223372036854775808 is too large"),
+        ({"hash_ids": [0, 2**70, 2]}, "pass the int64 range"),
+        ({"output_length": 10**12}, "the longest request a replay takes"),
+        ({"hash_ids": [0, True, 2]}, r"hash_ids\[1\] must be an integer"),
     ],
 )
 def test_bad_bailian_lines_name_file_line_and_problem(
@@ -113,6 +118,23 @@ def test_bad_bailian_lines_name_file_line_and_problem(
     path = write(tmp_path / "bad.jsonl", records)
     with pytest.raises(TraceError, match=problem) as err:
         open_trace(path, "bailian")
+    assert err.value.line == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"hash_ids": [2**62, 1]}, "is too large"),
+        ({"output_length": 2**40}, "the longest request a replay takes"),
+        ({"hash_ids": [0, -1]}, r"hash_ids\[1\] must be >= 0"),
+    ],
+)
+def test_bad_servegen_lines_name_file_line_and_problem(
+    tmp_path: Path, change: dict[str, Any], problem: str
+) -> None:
+    path = write(tmp_path / "bad.jsonl", [SERVEGEN[1], {**SERVEGEN[0], **change}])
+    with pytest.raises(TraceError, match=problem) as err:
+        open_trace(path, "servegen", block_size=32)
     assert err.value.line == 2
 
 

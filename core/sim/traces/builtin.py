@@ -15,7 +15,12 @@ from radix_evict.sim.traces.block_trace import BlockRow, BlockTrace
 from radix_evict.sim.traces.formats import TraceFormat
 from radix_evict.sim.workloads import MooncakeTrace, TraceError, TraceParams, Workload
 from radix_evict.sim.workloads.trace import FIELDS as MOONCAKE_FIELDS
-from radix_evict.sim.workloads.trace import _lines, json_record
+from radix_evict.sim.workloads.trace import (
+    _lines,
+    check_hash_ids,
+    check_request_length,
+    json_record,
+)
 
 
 class MooncakeFormat(TraceFormat):
@@ -39,17 +44,11 @@ def _int(path: str, n: int, rec: dict[str, Any], key: str, low: int | None = 0) 
     return v
 
 
-def _blocks(path: str, n: int, rec: dict[str, Any], il: int, block: int) -> np.ndarray:
+def _blocks(path: str, n: int, rec: dict[str, Any], il: int, ol: int, block: int) -> np.ndarray:
+    """Line ``n``'s hash ids, checked as a Mooncake trace's are (lengths and id range too)."""
+    check_request_length(path, n, il, ol)
     hids = rec["hash_ids"]
-    if not isinstance(hids, list):
-        raise TraceError(path, n, f"hash_ids must be a list of integers, got {type(hids).__name__}")
-    for i, h in enumerate(hids):
-        if not isinstance(h, int) or isinstance(h, bool) or h < 0:
-            raise TraceError(path, n, f"hash_ids[{i}] must be an integer >= 0, got {h!r}")
-    need = -(-il // block)
-    if len(hids) != need:
-        raise TraceError(path, n, f"input_length {il} needs {need} blocks of {block} "
-                         f"(ceil({il} / {block})), hash_ids has {len(hids)}")
+    check_hash_ids(path, n, hids, il, block)
     return np.asarray(hids, dtype=np.int64)
 
 
@@ -95,7 +94,7 @@ class BailianFormat(TraceFormat):
                 raise TraceError(path, n, f"timestamp must be a number of seconds >= 0, got {ts!r}")
             il = _int(path, n, rec, "input_length")
             ol = _int(path, n, rec, "output_length")
-            blocks = _blocks(path, n, rec, il, params.block_size)
+            blocks = _blocks(path, n, rec, il, ol, params.block_size)
             if parent == chat:
                 raise TraceError(path, n, f"chat_id {chat} names itself as its parent")
             link = -1
@@ -124,5 +123,5 @@ class ServeGenFormat(TraceFormat):
         for n, rec in _records(path, self.fields, params.limit):
             il = _int(path, n, rec, "input_length")
             ol = _int(path, n, rec, "output_length") if "output_length" in rec else 0
-            rows.append(BlockRow(None, il, ol, _blocks(path, n, rec, il, params.block_size)))
+            rows.append(BlockRow(None, il, ol, _blocks(path, n, rec, il, ol, params.block_size)))
         return BlockTrace(path, self.name, rows, params)

@@ -88,9 +88,20 @@ def _parse_line(path: str, n: int, line: str, block: int) -> tuple[float, int, i
         if v < 0:
             raise TraceError(path, n, f"{key} must be >= 0, got {v}")
     il, ol, hids = rec["input_length"], rec["output_length"], rec["hash_ids"]
+    check_request_length(path, n, il, ol)
+    check_hash_ids(path, n, hids, il, block)
+    return float(ts), il, ol, hids
+
+
+def check_request_length(path: str, n: int, il: int, ol: int) -> None:
+    """Refuse a request longer than a replay takes (its token arrays would not fit)."""
     if il + ol > MAX_REQUEST_TOKENS:
         raise TraceError(path, n, f"input_length {il:,} + output_length {ol:,} is more than "
                          f"{MAX_REQUEST_TOKENS:,} tokens, the longest request a replay takes")
+
+
+def check_hash_ids(path: str, n: int, hids: Any, il: int, block: int) -> None:
+    """Line ``n``'s ``hash_ids``: integers >= 0 whose token ids fit int64, one per block of ``il``."""
     if not isinstance(hids, list):
         raise TraceError(path, n, f"hash_ids must be a list of integers, got {type(hids).__name__}")
     # Fast check in C (map, min); the loop finds which id is bad, and why.
@@ -119,7 +130,6 @@ def _parse_line(path: str, n: int, line: str, block: int) -> tuple[float, int, i
         raise TraceError(
             path, n, f"input_length {il} needs {blocks} blocks of {block}, hash_ids has {len(hids)}"
         )
-    return float(ts), il, ol, hids
 
 
 def json_record(path: str, n: int, line: str, fields: tuple[str, ...] = ()) -> dict[str, Any]:
