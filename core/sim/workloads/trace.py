@@ -101,7 +101,7 @@ def check_request_length(path: str, n: int, il: int, ol: int) -> None:
 
 
 def check_hash_ids(path: str, n: int, hids: Any, il: int, block: int) -> None:
-    """Line ``n``'s ``hash_ids``: integers >= 0 whose token ids fit int64, one per block of ``il``."""
+    """Line ``n``'s ``hash_ids``: integers >= 0, token ids in int64, one per block of ``il``."""
     if not isinstance(hids, list):
         raise TraceError(path, n, f"hash_ids must be a list of integers, got {type(hids).__name__}")
     # Fast check in C (map, min); the loop finds which id is bad, and why.
