@@ -328,6 +328,17 @@ def test_the_error_names_the_policy_and_its_distribution() -> None:
     assert (e.value.policy, e.value.distribution) == ("boom", "acme-policies")
 
 
+def test_a_policy_object_without_a_name_is_named_by_its_class() -> None:
+    class Anonymous(EvictionPolicy):
+        def score(self, node: TreeNode) -> Any:
+            return None
+
+    rig = Rig(policy=Anonymous())
+    with pytest.raises(PolicyError, match=r"^policy .*Anonymous \(no name\): score\(\) returned"):
+        rig.insert([1, 2])
+    assert rig.cache.total_size() == 0  # refused: nothing cached
+
+
 # --------------------------------------------------------------------------- bad policy arguments
 @pytest.mark.parametrize(
     "kwargs",

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,12 @@ from radix_evict.sim.sweep import (
     ray_executor,
     run_sweep,
 )
-from radix_evict.sim.sweep.ray_executor import run_ray
+from radix_evict.sim.sweep.ray_executor import (
+    PROBE_TIMEOUT_S,
+    RayConnectionError,
+    probe,
+    run_ray,
+)
 from radix_evict.sim.sweep.sources import build_workloads
 
 ray = pytest.importorskip(
@@ -118,3 +125,32 @@ def test_cli_joins_an_existing_cluster(cluster: str, tmp_path: Path) -> None:
         local_executor(2)).rows
     assert [comparable(r) for r in data["rows"]] == [comparable(r) for r in local]
     assert len(out.read_text().splitlines()) == 5
+
+
+def _closed_port() -> int:
+    """A local port nothing listens on (bound once, then let go)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_address_where_nothing_listens_fails_fast_naming_it() -> None:
+    port = _closed_port()
+    started = time.monotonic()
+    with pytest.raises(RayConnectionError, match=rf"nothing answers at 127.0.0.1:{port}"):
+        probe(f"127.0.0.1:{port}")
+    with pytest.raises(RayConnectionError, match="nothing answers"):
+        probe(f"ray://127.0.0.1:{port}")
+    assert time.monotonic() - started < 2 * PROBE_TIMEOUT_S
+    probe("auto")  # left to Ray: no probe
+
+
+def test_cli_reports_a_cluster_that_is_not_there_in_one_line(tmp_path: Path) -> None:
+    port = _closed_port()
+    done = subprocess.run(
+        [*_cli(), "sweep", "-p", "lru", "-P", "convs=12", "--pool-tokens", "20K",
+         "--out", str(tmp_path / "rows.csv"), "--ray", f"127.0.0.1:{port}"],
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert f"--ray 127.0.0.1:{port}: cannot connect: nothing answers" in done.stderr
+    assert "Traceback" not in done.stderr and "rpc_client" not in done.stderr

@@ -67,7 +67,9 @@ class EvictionDriver:
         self.policy = policy
         self.distribution = distribution
         origin = f" from {source}" if source else ""
-        self.label = f"policy {policy.name!r}{origin}"
+        # A policy object passed directly may have no name: its class says which it is.
+        named = repr(policy.name) if policy.name else f"{type(policy).__qualname__} (no name)"
+        self.label = f"policy {named}{origin}"
         # Typed as returning Any: a compiled build must not coerce (and reject) the
         # result before _entry checks it and names the policy.
         self._score: Callable[[TreeNode], Any] = policy.score

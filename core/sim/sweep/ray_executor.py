@@ -12,6 +12,7 @@ installed in their Python environment.
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -25,6 +26,9 @@ from radix_evict.sim.workloads import Workload
 INSTALL_HINT = "install the Ray extra: pip install 'radix-evict[ray]'"
 LOCAL = "local"  # --ray local: start a private single-machine Ray instead of joining one
 WAIT_S = 0.5
+# How long --ray HOST:PORT may take to answer a TCP connect; Ray's own attempts at an
+# address where nothing listens go on for minutes, printing its log lines meanwhile.
+PROBE_TIMEOUT_S = 5.0
 
 
 class RayUnavailableError(RadixEvictError, ImportError):
@@ -60,6 +64,7 @@ def connected(ray: Any, address: str | None) -> Iterator[None]:
     kwargs: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False}
     if address not in (None, LOCAL):
         kwargs["address"] = address
+        probe(address)
     try:
         ray.init(**kwargs)
     except Exception as exc:  # ConnectionError, a wrong address, a version mismatch
@@ -69,6 +74,26 @@ def connected(ray: Any, address: str | None) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+def probe(address: str) -> None:
+    """Fail fast, naming the address, where nothing answers at ``[ray://]HOST:PORT``.
+
+    Other addresses (``auto``) are left to Ray.
+    """
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    host = host.removeprefix("[").removesuffix("]")  # [::1]:6379
+    try:
+        with socket.create_connection((host, int(port)), timeout=PROBE_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise RayConnectionError(
+            f"--ray {address}: cannot connect: nothing answers at {host}:{port} ({why}); "
+            "is the cluster's head node up (ray start --head) and the address its GCS port?"
+        ) from None
 
 
 def run_ray(
