@@ -19,6 +19,43 @@ def run_cli(*args: str) -> Result:
     return CliRunner().invoke(app, list(args))
 
 
+def cache_state(cache: RadixCache) -> dict[str, Any]:
+    """Everything a cache operation could change, to show a refused call changed nothing.
+
+    Every node and its fields, the eviction candidates, the sizes and counts,
+    the clock, the call counters, and the owner of every slot of the pool.
+    """
+    nodes = sorted(
+        (
+            x.key.tolist(),
+            cache.node_slots(x).tolist(),
+            x.lock_ref,
+            x.hit_count,
+            x.priority,
+            x.last_access_time,
+            x.creation_time,
+            x.history_len,
+            x.prefix_len,
+        )
+        for x in cache.iter_nodes()
+    )
+    candidates = sorted(x.key.tolist() for x in cache.evictable_leaves())
+    st = cache.stats
+    pool = cache.pool
+    return {
+        "nodes": nodes,
+        "candidates": candidates,
+        "evictable": cache.evictable_size(),
+        "protected": cache.protected_size(),
+        "num_nodes": cache.num_nodes,
+        "available": pool.available_size(),
+        "owners": pool.slot_owners().tolist() if isinstance(pool, KVPool) else None,
+        "root_time": cache.root.last_access_time,
+        "clock": cache._clock,
+        "calls": (st.insert_calls, st.match_calls, st.evict_calls, st.evicted_tokens),
+    }
+
+
 class Rig:
     """A cache over a cpu pool, with the engine-side steps tests repeat."""
 

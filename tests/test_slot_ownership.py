@@ -13,37 +13,19 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from conftest import Rig
+from conftest import Rig, cache_state
 
 from radix_evict import KVPool, RadixCache
 from radix_evict.cache.ownership import CACHED, CALLER, FREE
 from radix_evict.testing.invariants import check_cache
 
 
-def state(rig: Rig) -> tuple[Any, ...]:
-    """Everything a refused call must leave alone."""
-    nodes = sorted(
-        (
-            x.key.tolist(),
-            rig.cache.node_slots(x).tolist(),
-            x.lock_ref,
-            x.hit_count,
-            x.priority,
-            x.last_access_time,
-        )
-        for x in rig.cache.iter_nodes()
-    )
-    c = rig.cache
-    owners = rig.pool.slot_owners().tolist()
-    return (nodes, c.evictable_size(), c.protected_size(), rig.pool.available_size(), owners)
-
-
 def refused(rig: Rig, call: Callable[[], Any], match: str, held: list[torch.Tensor]) -> None:
     """``call`` raises ValueError matching ``match`` and changes nothing."""
-    before = state(rig)
+    before = cache_state(rig.cache)
     with pytest.raises(ValueError, match=match):
         call()
-    assert state(rig) == before, "a refused call changed the cache or the pool"
+    assert cache_state(rig.cache) == before, "a refused call changed the cache or the pool"
     check_cache(rig.cache, held_by_callers=held)
 
 

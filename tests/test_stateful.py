@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import cache_state
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -139,21 +140,12 @@ class CacheMachine(RuleBasedStateMachine):
             assert max(gone) <= min(kept), "evicted out of the policy's order"
 
     # ------------------------------------------------------------ misuse
-    def snapshot(self) -> tuple[Any, ...]:
-        cache = self.cache
-        nodes = sorted(
-            (x.key.tolist(), cache.node_slots(x).tolist(), x.lock_ref, x.hit_count, x.priority)
-            for x in cache.iter_nodes()
-        )
-        sizes = (cache.evictable_size(), cache.protected_size(), self.pool.available_size())
-        return (nodes, sizes, self.pool.slot_owners().tolist())
-
     def refused(self, call: Any, match: str) -> None:
         """``call`` raises a ValueError matching ``match`` and changes nothing."""
-        before = self.snapshot()
+        before = cache_state(self.cache)
         with pytest.raises(ValueError, match=match):
             call()
-        assert self.snapshot() == before, "a refused call changed the cache or the pool"
+        assert cache_state(self.cache) == before, "a refused call changed the cache or the pool"
 
     def fresh_key(self, pages: int) -> list[int]:
         """Tokens no request uses, so insert would take every slot it is given."""

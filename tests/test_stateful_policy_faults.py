@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import cache_state
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
@@ -54,32 +55,6 @@ class Faulty(EvictionPolicy):
         if self.fault is not None:
             return self.fault(node)
         return self.inner.score(node)
-
-
-def cache_state(cache: RadixCache) -> tuple[Any, ...]:
-    nodes = sorted(
-        (
-            x.key.tolist(),
-            cache.node_slots(x).tolist(),
-            x.lock_ref,
-            x.hit_count,
-            x.priority,
-            x.last_access_time,
-            x.creation_time,
-            x.history_len,
-        )
-        for x in cache.iter_nodes()
-    )
-    leaves = sorted(x.key.tolist() for x in cache.evictable_leaves())
-    return (
-        nodes,
-        leaves,
-        cache.evictable_size(),
-        cache.protected_size(),
-        cache.num_nodes,
-        cache.pool.available_size(),
-        cache.root.last_access_time,
-    )
 
 
 class FaultyPolicyMachine(CacheMachine):
