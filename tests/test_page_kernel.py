@@ -1,10 +1,12 @@
-"""The C page loops decide exactly as the numpy checks they stand in for.
+"""Every implementation of the pool's page checks decides alike.
 
-Two owner tables take the same random transfers and checks, one through
-``_page_kernel`` and one through numpy; every check must pass or fail alike
-(with the same message) and leave the same free list and tags behind. The
-pages checked include every misuse: outside the pool, negative, free, a
-node's, listed twice, from several allocations.
+Owner tables take the same random transfers and checks: one through the C
+page loops (``_page_kernel``, where built), one through numpy (the
+interpreted build's way), and one driven through torch ops on cpu tensors
+(the code a GPU pool runs; no GPU is needed to check its logic). Every check
+must pass or fail alike, with the same message, and leave the same free list
+and owners behind. The pages checked include every misuse: outside the pool,
+negative, free, a node's, listed twice, from several allocations.
 """
 
 from __future__ import annotations
@@ -21,64 +23,93 @@ from radix_evict.cache import compiled
 from radix_evict.cache.ownership import PageOwners
 
 KERNEL = compiled.page_kernel()
-pytestmark = pytest.mark.skipif(KERNEL is None, reason="the C page loops are not built here")
+NEEDS_KERNEL = pytest.mark.skipif(KERNEL is None, reason="the C page loops are not built here")
 
 NUM_PAGES = 24
 
 
-def owner_pair() -> tuple[PageOwners, PageOwners]:
-    fast = PageOwners(NUM_PAGES, 1, torch.device("cpu"))
-    slow = PageOwners(NUM_PAGES, 1, torch.device("cpu"))
-    assert fast._kernel is not None
-    slow._kernel = None
-    return fast, slow
+def numpy_owners() -> PageOwners:
+    owners = PageOwners(NUM_PAGES, 1, torch.device("cpu"))
+    owners._kernel = None
+    return owners
 
 
-def both(pair: tuple[PageOwners, PageOwners], method: str, *args: Any) -> str:
-    """``method(*args)`` on each owner table: "ok" or the error, the same for both."""
+def torch_owners() -> PageOwners:
+    """Owners on cpu tensors, driven the way a pool on another device is."""
+    owners = numpy_owners()
+    owners._on_cpu = False
+    owners.stack, owners.tag, owners._mark, owners.count = owners._tensors
+    return owners
+
+
+def twins() -> list[PageOwners]:
+    """The implementations to compare; the first is the one the tests read state from."""
+    made = [numpy_owners(), torch_owners()]
+    if KERNEL is not None:
+        made.insert(0, PageOwners(NUM_PAGES, 1, torch.device("cpu")))
+        assert made[0]._kernel is not None
+    return made
+
+
+def as_input(owners: PageOwners, value: Any) -> Any:
+    """``value`` (pages, or a list of them) in the array type ``owners`` computes with."""
+    if isinstance(value, list):
+        return [as_input(owners, v) for v in value]
+    if isinstance(value, np.ndarray) and not owners._on_cpu:
+        return torch.from_numpy(value.copy())
+    return value
+
+
+def on_all(tables: list[PageOwners], method: str, *args: Any) -> str:
+    """``method(*args)`` on each owner table: "ok" or the error, the same for all."""
     got = []
-    for owners in pair:
+    for owners in tables:
         try:
-            getattr(owners, method)(*args)
+            getattr(owners, method)(*(as_input(owners, a) for a in args))
             got.append("ok")
         except ValueError as e:
             got.append(f"ValueError: {e}")
-    assert got[0] == got[1], (method, args)
+    assert len(set(got)) == 1, (method, args, got)
     return got[0]
 
 
-def same_state(a: PageOwners, b: PageOwners) -> None:
-    assert a.head == b.head
-    assert a.stack[a.head :].tolist() == b.stack[b.head :].tolist(), "free lists differ"
-    assert (a.states() == b.states()).all(), "owner states differ"
+def host(values: Any) -> list[int]:
+    return values.tolist()
+
+
+def same_state(tables: list[PageOwners]) -> None:
+    first = tables[0]
+    for other in tables[1:]:
+        assert other.head == first.head
+        assert host(other.stack[other.head :]) == host(first.stack[first.head :]), "free lists"
+        assert (other.states() == first.states()).all(), "owner states differ"
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.data())
-def test_kernel_and_numpy_agree_on_every_transfer_and_check(data: st.DataObject) -> None:
-    fast, slow = owner_pair()
+def test_all_implementations_agree_on_every_transfer_and_check(data: st.DataObject) -> None:
+    tables = twins()
     held: list[list[int]] = []  # the callers' allocations
     nodes: list[list[int]] = []  # what "cache nodes" hold
     page = st.integers(-2 * NUM_PAGES, 2 * NUM_PAGES)
     for _ in range(data.draw(st.integers(1, 25))):
         op = data.draw(st.sampled_from(["alloc", "free", "adopt", "release", "check", "cached"]))
         if op == "alloc":
-            k = data.draw(st.integers(0, NUM_PAGES - fast.head))
-            got = fast.pop(k).tolist()
-            assert got == slow.pop(k).tolist()
-            if got:
-                held.append(got)
+            k = data.draw(st.integers(0, NUM_PAGES - tables[0].head))
+            got = [host(owners.pop(k)) for owners in tables]
+            assert all(g == got[0] for g in got)
+            if got[0]:
+                held.append(got[0])
         elif op in ("free", "adopt") and held:
             pages = np.array(held.pop(data.draw(st.integers(0, len(held) - 1))), dtype=np.int64)
-            for owners in (fast, slow):
-                owners.check_caller(pages, "take")
-                (owners.push if op == "free" else owners.adopt)(pages)
+            assert on_all(tables, "check_caller", pages, "take") == "ok"
+            on_all(tables, "push" if op == "free" else "adopt", pages)
             if op == "adopt":
                 nodes.append(pages.tolist())
         elif op == "release" and nodes:
             picks = data.draw(st.lists(st.integers(0, len(nodes) - 1), min_size=1, max_size=3))
             parts = [np.array(nodes[i], dtype=np.int64) for i in picks]
-            if both((fast, slow), "release", parts, "release") == "ok":
+            if on_all(tables, "release", parts, "release") == "ok":
                 nodes = [n for i, n in enumerate(nodes) if i not in set(picks)]
         else:  # a check with pages drawn from anywhere, misuse included
             known = [p for run in held + nodes for p in run] or [0]
@@ -87,41 +118,44 @@ def test_kernel_and_numpy_agree_on_every_transfer_and_check(data: st.DataObject)
             if data.draw(st.booleans()) and held:  # often a whole allocation, in order
                 pages = np.array(data.draw(st.sampled_from(held)), dtype=np.int64)
             check = "check_caller" if op != "cached" else "check_cached"
-            verdict = both((fast, slow), check, pages, "check")
+            verdict = on_all(tables, check, pages, "check")
             # A node's pages that pass are also released, through the kernel's own check.
             if op == "cached" and verdict == "ok":
-                assert both((fast, slow), "release", [pages], "release") == "ok"
+                assert on_all(tables, "release", [pages], "release") == "ok"
                 gone = set(pages.tolist())
                 nodes = [[p for p in n if p not in gone] for n in nodes]
-        same_state(fast, slow)
+        same_state(tables)
 
 
 def test_a_failed_release_frees_nothing_and_names_the_page() -> None:
-    fast, slow = owner_pair()
-    for owners in (fast, slow):
-        node = owners.pop(4).copy()
-        owners.adopt(node)
-        caller = owners.pop(1).copy()
-        before = owners.tag.copy(), owners.head
-        with pytest.raises(ValueError, match=r"slot 4 is held by a caller"):
-            owners.release([node[:2], caller, node[2:]], "release")
-        with pytest.raises(ValueError, match=r"slot 1 .*listed more than once"):
-            owners.release([node, node[1:2]], "release")
-        assert (owners.tag == before[0]).all() and owners.head == before[1]
+    tables = twins()
+    node = np.arange(4, dtype=np.int64)  # the first four pages, adopted by a node
+    caller = np.array([4], dtype=np.int64)  # the next one, a caller's
+    for owners in tables:
+        owners.pop(5)
+        owners.adopt(as_input(owners, node))
+    before = [(host(owners.tag), owners.head) for owners in tables]
+    assert on_all(tables, "release", [node[:2], caller, node[2:]], "r").endswith(
+        "slot 4 is held by a caller, not by the cache")
+    assert "slot 1 is listed more than once" in on_all(tables, "release", [node, node[1:2]], "r")
+    assert [(host(owners.tag), owners.head) for owners in tables] == before
 
 
 def test_strided_arrays_are_read_with_their_stride() -> None:
-    fast, slow = owner_pair()
-    for owners in (fast, slow):
-        pages = owners.pop(6).copy()
-        owners.check_caller(pages[::2], "check")  # every other page: still a caller's, once
-        owners.adopt(pages[::2])
-    same_state(fast, slow)
-    assert fast.tag[[0, 2, 4]].tolist() == [-1, -1, -1]
+    tables = twins()
+    pages = np.arange(6, dtype=np.int64)
+    for owners in tables:
+        owners.pop(6)
+    # Every other page of an allocation: still a caller's, once.
+    assert on_all(tables, "check_caller", pages[::2], "check") == "ok"
+    on_all(tables, "adopt", pages[::-2])  # and backwards
+    same_state(tables)
+    assert host(tables[0].tag[[1, 3, 5]]) == [-1, -1, -1]
 
 
+@NEEDS_KERNEL
 def test_the_kernel_refuses_arrays_of_the_wrong_type() -> None:
-    fast, _ = owner_pair()
+    fast = twins()[0]
     with pytest.raises(TypeError, match="pages: expected a 1-D array of 8-byte signed integers"):
         KERNEL.adopt(fast.tag, np.zeros(2, dtype=np.int32))  # type: ignore[union-attr]
     with pytest.raises(TypeError, match="tag"):
