@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import runpy
+import shutil
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -23,6 +24,7 @@ from setuptools import Extension, setup
 _LISTS = runpy.run_path(str(Path("core", "cache", "compiled.py")))
 COMPILED_MODULES = _LISTS["COMPILED_MODULES"]
 PAGE_KERNEL = _LISTS["PAGE_KERNEL"]
+REMOVE_INPLACE = _LISTS["remove_inplace_extensions"]
 
 
 def page_kernel_extension() -> Extension:
@@ -40,11 +42,20 @@ def compiled_extensions() -> list[Extension]:
         raise SystemExit(f"RADIX_EVICT_COMPILE must be auto, 1 or 0, got {mode!r}")
     if mode == "0":
         return []
+    extensions = [*mypyc_extensions(mode), page_kernel_extension()]
+    for ext in extensions:
+        ext.optional = mode == "auto"  # a failed compile leaves the pure-Python module
+    return extensions
+
+
+def mypyc_extensions(mode: str) -> list[Extension]:
+    """The compiled modules, or none (``auto`` mode, where mypyc is missing or fails)."""
     try:
         from mypyc.build import mypycify
     except ImportError:
         if mode == "1":
             raise
+        REMOVE_INPLACE(Path("core", "cache"))
         return []
     # mypy names a module after its folders, and core/ installs as radix_evict: compile
     # through a link named radix_evict so the extensions get their installed names.
@@ -57,17 +68,20 @@ def compiled_extensions() -> list[Extension]:
     # The build env has no numpy or torch: their types are Any there, which also turns
     # ignores needed by the full type check (make typecheck) into "unused" ones.
     flags = ["--ignore-missing-imports", "--no-warn-unused-ignores"]
+    # A fresh mypy cache each build: mypyc 1.x can crash on an incremental cache left by
+    # an earlier build of edited sources ("ValueError: value is not in list"), and auto
+    # mode would then quietly install pure Python. Each build is a full one (minutes).
+    cache = stage / "mypy-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    flags += ["--cache-dir", str(cache)]
     try:
-        extensions = mypycify(sources + flags, opt_level="3", debug_level="0", separate=True)
+        return mypycify(sources + flags, opt_level="3", debug_level="0", separate=True)
     except (Exception, SystemExit) as e:  # mypyc reports type errors by exiting
         if mode == "1":
             raise
         print(f"radix-evict: not compiling ({type(e).__name__}: {e}); installing pure Python")
+        REMOVE_INPLACE(Path("core", "cache"))
         return []
-    extensions.append(page_kernel_extension())
-    for ext in extensions:
-        ext.optional = mode == "auto"  # a failed compile leaves the pure-Python module
-    return extensions
 
 
 setup(ext_modules=compiled_extensions())

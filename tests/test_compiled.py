@@ -73,3 +73,15 @@ def test_a_source_edited_after_the_build_is_stale(
     assert compiled.stale_modules() == ["radix_cache"]
     monkeypatch.setattr(compiled, "page_kernel", lambda: None)
     assert compiled.describe() == "partly compiled (mypyc: radix_cache; no C page loops)"
+
+
+def test_a_fallback_build_removes_stale_inplace_extensions(tmp_path: Path) -> None:
+    suffix = compiled.EXTENSION_SUFFIXES[0]
+    stale = [f"pool{suffix}", f"pool__mypyc{suffix}", f"radix_cache{suffix}"]
+    for name in [*stale, "pool.py", f"{compiled.PAGE_KERNEL}{suffix}", "other.so"]:
+        (tmp_path / name).write_bytes(b"")
+    assert sorted(compiled.remove_inplace_extensions(tmp_path)) == sorted(stale)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted(["pool.py", f"{compiled.PAGE_KERNEL}{suffix}", "other.so"])
+    setup_src = (ROOT / "setup.py").read_text()
+    assert setup_src.count('REMOVE_INPLACE(Path("core", "cache"))') == 2  # both fallbacks

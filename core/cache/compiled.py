@@ -118,6 +118,24 @@ class _SourceFirst(importlib.abc.MetaPathFinder):
         )
 
 
+def remove_inplace_extensions(folder: str | os.PathLike[str]) -> list[str]:
+    """Delete the compiled modules an earlier editable build left in ``folder``.
+
+    Beside their sources they would shadow them and run the old code, so a
+    build that falls back to pure Python (setup.py) removes them. Returns
+    the files removed.
+    """
+    removed = []
+    for name in COMPILED_MODULES:
+        for suffix in EXTENSION_SUFFIXES:
+            for stale in (f"{name}{suffix}", f"{name}__mypyc{suffix}"):
+                path = os.path.join(folder, stale)
+                if os.path.exists(path):
+                    os.remove(path)
+                    removed.append(stale)
+    return removed
+
+
 def prefer_interpreted() -> None:
     """Import the interpreted hot-path modules from now on (before they are first imported)."""
     if not any(isinstance(f, _SourceFirst) for f in sys.meta_path):
