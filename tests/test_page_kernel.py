@@ -141,6 +141,15 @@ def test_a_failed_release_frees_nothing_and_names_the_page() -> None:
     assert [(host(owners.tag), owners.head) for owners in tables] == before
 
 
+def test_releasing_nothing_changes_nothing() -> None:
+    tables = twins()
+    for owners in tables:
+        owners.pop(3)
+    assert on_all(tables, "release", [], "release") == "ok"
+    assert on_all(tables, "release", [np.empty(0, dtype=np.int64)] * 2, "release") == "ok"
+    assert [owners.head for owners in tables] == [3] * len(tables)
+
+
 def test_strided_arrays_are_read_with_their_stride() -> None:
     tables = twins()
     pages = np.arange(6, dtype=np.int64)

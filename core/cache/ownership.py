@@ -134,6 +134,8 @@ class PageOwners:
         Raises ValueError, naming the culprits and freeing nothing, unless every
         page is a node's and listed once.
         """
+        if not parts:
+            return
         kernel = self._kernel
         if kernel is not None:
             head = kernel.release(self.tag, self.stack, parts, self.head)
