@@ -158,6 +158,15 @@ class Figures:
     evict_calls: int = 0
     failed: int = 0
 
+    def admitted(self, prompt_len: int, hit: int) -> None:
+        self.hits.append(hit)
+        self.uncached.append(prompt_len - hit)
+
+    def refused(self, prompt_len: int) -> None:
+        """The pool could not hold the request even after evicting."""
+        self.failed += 1
+        self.uncached.append(prompt_len)
+
     @property
     def hit_tokens(self) -> int:
         return sum(self.hits)
@@ -207,12 +216,10 @@ def replay_radix_evict(
             new = pool.alloc(need) if need else torch.empty(0, dtype=torch.int64)
             if new is None:
                 cache.dec_lock_ref(node)
-                fig.failed += 1
-                fig.uncached.append(plen)
+                fig.refused(plen)
                 state[req.rid] = None
                 continue
-            fig.hits.append(hit)
-            fig.uncached.append(plen - hit)
+            fig.admitted(plen, hit)
             state[req.rid] = (hit, node, torch.cat([m.indices, new]))
             continue
         st = state.pop(req.rid)
@@ -277,12 +284,10 @@ def replay_sglang(
             new = alloc.alloc(need) if need else torch.empty(0, dtype=torch.int64)
             if new is None:
                 cache.unlock(lock)
-                fig.failed += 1
-                fig.uncached.append(plen)
+                fig.refused(plen)
                 state[req.rid] = None
                 continue
-            fig.hits.append(hit)
-            fig.uncached.append(plen - hit)
+            fig.admitted(plen, hit)
             prefix = cache.path_device_indices(node)[:hit]
             state[req.rid] = (hit, lock, torch.cat([prefix, new]))
             continue

@@ -441,14 +441,12 @@ def test_a_base_exception_at_import_breaks_no_unrelated_command(
     assert "abort-pkg" in r.stderr  # `list` mentions the failed plugin
 
 
-STRICT_FALSE_FIELD = """
-from pydantic import Field
+def loose_plugin(imports: str, config: str) -> str:
+    """A plugin module registering policy ``loose`` with the config class body ``config``."""
+    return f"""
+{imports}
 from radix_evict import EvictionPolicy, PolicyConfig, PolicySpec, hookimpl
-
-
-class LooseConfig(PolicyConfig):
-    a: int = Field(1, strict=False)
-
+{config}
 
 class Loose(EvictionPolicy):
     Config = LooseConfig
@@ -462,15 +460,18 @@ def radix_evict_register_policies(register):
     register(PolicySpec(name="loose", policy=Loose))
 """
 
-ANY_ITEMS = STRICT_FALSE_FIELD.replace(
-    "a: int = Field(1, strict=False)", "items: list[Any] = []"
-).replace("from pydantic import Field", "from typing import Any")
 
-NESTED_NOT_STRICT = """
-from pydantic import BaseModel, ConfigDict
-from radix_evict import EvictionPolicy, PolicyConfig, PolicySpec, hookimpl
+STRICT_FALSE_FIELD = loose_plugin("from pydantic import Field", """
+class LooseConfig(PolicyConfig):
+    a: int = Field(1, strict=False)
+""")
 
+ANY_ITEMS = loose_plugin("from typing import Any", """
+class LooseConfig(PolicyConfig):
+    items: list[Any] = []
+""")
 
+NESTED_NOT_STRICT = loose_plugin("from pydantic import BaseModel, ConfigDict", """
 class Item(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     size: int = 1
@@ -478,19 +479,7 @@ class Item(BaseModel):
 
 class LooseConfig(PolicyConfig):
     items: tuple[Item, ...] = ()
-
-
-class Loose(EvictionPolicy):
-    Config = LooseConfig
-
-    def score(self, node):
-        return 0
-
-
-@hookimpl
-def radix_evict_register_policies(register):
-    register(PolicySpec(name="loose", policy=Loose))
-"""
+""")
 
 
 @pytest.mark.parametrize(("source", "field", "why", "config"), [

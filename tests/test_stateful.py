@@ -67,7 +67,11 @@ class CacheMachine(RuleBasedStateMachine):
     def setup(self, policy: str, page: int, pages: int) -> None:
         self.page = page
         self.pool = KVPool(size=page * pages, page_size=page, device="cpu")
-        self.cache = RadixCache(self.pool, policy=policy, policy_config=POLICIES[policy])
+        self.cache = self.build_cache(policy)
+
+    def build_cache(self, policy: str) -> RadixCache:
+        """The cache under test, over ``self.pool`` (subclasses wrap the policy)."""
+        return RadixCache(self.pool, policy=policy, policy_config=POLICIES[policy])
 
     def tokens_of(self, parts: list[int], tail: int) -> list[int]:
         out: list[int] = []

@@ -19,8 +19,8 @@ import torch
 from conftest import cache_state
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import initialize, precondition, rule
-from test_stateful import PAGE_SIZES, POLICIES, CacheMachine, chunk
+from hypothesis.stateful import precondition, rule
+from test_stateful import POLICIES, CacheMachine, chunk
 
 from radix_evict import EvictionPolicy, KVPool, PolicyError, RadixCache, TreeNode, load_policy
 
@@ -58,21 +58,15 @@ class Faulty(EvictionPolicy):
 
 
 class FaultyPolicyMachine(CacheMachine):
-    @initialize(
-        policy=st.sampled_from(sorted(POLICIES)),
-        page=st.sampled_from(PAGE_SIZES),
-        pages=st.integers(4, 10),
-    )
-    def setup(self, policy: str, page: int, pages: int) -> None:
-        self.page = page
-        self.pool = KVPool(size=page * pages, page_size=page, device="cpu")
+    def build_cache(self, policy: str) -> RadixCache:
         self.faulty = Faulty(load_policy(policy, POLICIES[policy]))
-        self.cache = RadixCache(self.pool, policy=self.faulty)
+        cache = RadixCache(self.pool, policy=self.faulty)
         # One sound score first: it fixes the policy's score shape, which a fault then breaks.
-        first = self.pool.alloc(page)
+        first = self.pool.alloc(self.page)
         assert first is not None
-        self.cache.insert(chunk(page, 0), first)
-        self.cache.evict(page)
+        cache.insert(chunk(self.page, 0), first)
+        cache.evict(self.page)
+        return cache
 
     def with_fault(self, fault: str, op: Callable[[], Any]) -> bool:
         """Run ``op`` with the fault on; True if it raised PolicyError (having changed nothing)."""

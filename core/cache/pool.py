@@ -141,12 +141,11 @@ class KVPool:
     def release_pages(self, parts: list[Any]) -> None:
         """A cache gives back the pages its nodes own (one array a node), all or none.
 
+        The arrays are the nodes' own entries (numpy on cpu, see ``slots``).
         Refuses, freeing nothing, a page that is not a node's or is listed
         twice: a page has one owning node (adoption checks that), so that
         would be a node released twice.
         """
-        if self.slot_device.on_cpu:
-            parts = [p.numpy() if isinstance(p, torch.Tensor) else p for p in parts]
         self.owners.release(parts, "KVPool.release_pages: the cache's slots")
 
     def disown_pages(self, pages: Any) -> None:
