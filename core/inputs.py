@@ -161,7 +161,7 @@ def open_lines(path: str | os.PathLike[str], *, limit: int, what: str) -> Iterat
 
 # Strings (with escapes) or a bracket: what nesting depth is counted over.
 _JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-_LONG_NUMBER = re.compile(r"-?\d{%d,}" % (JSON_MAX_DIGITS + 1))
+_LONG_NUMBER = re.compile(r"-?\d{" + str(JSON_MAX_DIGITS + 1) + ",}")
 
 
 def json_depth(text: str) -> int:
