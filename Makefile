@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml setup.py core/cache/compiled.py $(COMPILED) core/cache/
 
 install: $(STAMP)
 
-# SGLang 0.5.23's own code for the integration tests (tests/sglang_env.py loads it): the
+# SGLang 0.5.23's own code for the integration tests (tests/helpers/sglang_env.py loads it): the
 # wheel is downloaded (--no-deps) and unpacked, never pip-installed (its dependencies are
 # GPU-sized); the few small packages its radix-cache import chain needs go to site/.
 SGLANG_VERSION := 0.5.23

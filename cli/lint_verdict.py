@@ -426,7 +426,7 @@ def _json_type(value: Any) -> str:
 
 
 def registry_near(name: str, offered: list[str]) -> str | None:
-    from radix_evict.policies.config import did_you_mean
+    from radix_evict.suggest import did_you_mean
 
     return did_you_mean(name, offered)
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and readers
 
 __version__ = "0.1.0"
 
-# Public name -> the module it lives in (tests/test_packaging.py checks this
+# Public name -> the module it lives in (tests/project/test_packaging.py checks this
 # matches the TYPE_CHECKING imports above and __all__).
 _LAZY = {
     "Allocator": "radix_evict.cache.pool",

@@ -13,6 +13,31 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+class ProblemType:
+    """The stable ``type`` codes of radix-evict's own problems (pydantic adds its own, such
+    as ``extra_forbidden`` or ``int_type``); written here once, compared everywhere."""
+
+    UNKNOWN_POLICY = "unknown_policy"
+    HIDDEN_POLICY = "hidden_policy"
+    JSON_INVALID = "json_invalid"
+    CONFIG_TYPE = "config_type"
+    DUPLICATE_KEY = "duplicate_key"
+    KEY_TYPE = "key_type"
+    FINITE_NUMBER = "finite_number"
+    PLUGIN_FAILED = "plugin_failed"
+    NAME_CONFLICT = "name_conflict"
+    POLICY_INIT = "policy_init"
+    DERIVE_FAILED = "derive_failed"
+    INPUT_LIMIT = "input_limit"
+
+
+# A policy name that cannot be used: about the name, not a key of its config.
+NAME_PROBLEMS = (ProblemType.UNKNOWN_POLICY, ProblemType.HIDDEN_POLICY,
+                 ProblemType.PLUGIN_FAILED, ProblemType.NAME_CONFLICT)
+# Problems of the environment (a broken or ambiguous plugin), not of what the user typed.
+ENV_PROBLEMS = (ProblemType.PLUGIN_FAILED, ProblemType.NAME_CONFLICT)
+
+
 class RadixEvictError(Exception):
     """Base of every radix-evict error."""
 

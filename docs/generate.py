@@ -12,7 +12,7 @@ Subcommands (run from anywhere; paths are relative to the repository root):
     python docs/generate.py all        # policies, cli and tables (the fast ones)
 
 ``--check`` (with policies, cli, tables or all) writes nothing and exits 1 when
-a committed page differs from what would be generated. tests/test_docs.py
+a committed page differs from what would be generated. tests/project/test_docs.py
 makes the same comparison in-process.
 
 The reference pages show only radix-evict's own (built-in) policies, whatever

@@ -13,10 +13,9 @@ registered (:func:`config_model_problems`) and describes a model's keys for
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -26,22 +25,9 @@ from pydantic_core import PydanticUndefined
 
 from radix_evict.errors import ConfigProblem
 from radix_evict.policies.contract import PolicyConfig
+from radix_evict.suggest import did_you_mean
 
 ConfigInput: TypeAlias = "Mapping[str, Any] | str | PolicyConfig | None"
-
-
-def suggest(word: str, candidates: Iterable[str]) -> str | None:
-    """The candidate closest to ``word`` (case-insensitive), or None if none is close."""
-    pool = list(candidates)
-    lowered = {c.lower(): c for c in pool}
-    hit = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
-    return lowered[hit[0]] if hit else None
-
-
-def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
-    """``did you mean 'x'?`` for a near miss, else None."""
-    best = suggest(word, candidates)
-    return f"did you mean {best!r}?" if best is not None and best != word else None
 
 
 # --------------------------------------------------------------------------- parsing

@@ -34,7 +34,6 @@ from radix_evict.policies.config import (
     ConfigKey,
     config_model_problems,
     describe_model,
-    did_you_mean,
     validate_config,
 )
 from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
@@ -55,6 +54,7 @@ from radix_evict.policies.plugins import (
     watch_interrupts,
 )
 from radix_evict.policies.spec import PolicySpec
+from radix_evict.suggest import did_you_mean
 
 __all__ = [
     "ChoiceProblem",

@@ -1,0 +1,137 @@
+"""CLI: ``radix-evict sweep``: grid size shown first, bad cells caught first, exit codes, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.rigs import run_cli
+from helpers.signals import default_sigint
+from helpers.sweeps import TRACE
+
+SMALL = ["-P", "chat.convs=12", "--pool-tokens", "20K,100K"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def run(*args: str) -> Any:
+    return run_cli("sweep", *args)
+
+
+def test_sweep_prints_the_grid_size_then_rows_and_summary(tmp_path: Path) -> None:
+    out = tmp_path / "rows.csv"
+    r = run("-p", "lru", "-p", "slru", "-g", "slru.protected_threshold=1,2", *SMALL,
+            "--out", str(out), "--plot", str(tmp_path / "curve.png"))
+    assert r.exit_code == 0, r.output
+    assert ("sweep: 3 policy configs x 2 pool sizes x 1 workload x 1 seed = 6 cells; "
+            "6 to run on 2 local worker processes") in r.stderr
+    assert "best config per policy" in r.stdout
+    assert "hit rate by pool size" in r.stdout
+    assert (tmp_path / "curve.png").read_bytes().startswith(PNG_MAGIC)
+    assert len(out.read_text().splitlines()) == 7  # header + 6 rows
+    again = run("-p", "lru", "-p", "slru", "-g", "slru.protected_threshold=1,2,4", *SMALL,
+                "--out", str(out), "--json")
+    assert again.exit_code == 0, again.output
+    assert "6 already in" in again.stderr and "2 to run" in again.stderr
+    data = json.loads(again.stdout)
+    assert (data["cells"], data["ran"], data["kept"], data["failed"]) == (8, 2, 6, 0)
+    assert len(data["rows"]) == 8
+    assert {b["policy"] for b in data["summary"]["best_configs"]} == {"lru", "slru"}
+
+
+def test_a_bad_cell_fails_at_once_and_runs_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "rows.jsonl"
+    r = run("-p", "lru", "-p", "slru", "-g", "slru.protected_threshold=2,-1", *SMALL,
+            "--out", str(out), "--json")
+    assert r.exit_code == 1, r.output
+    assert "cell 5 of 6 (slru {\"protected_threshold\":-1}" in r.stderr
+    assert "and 1 more cell with this config" in r.stderr
+    data = json.loads(r.stdout)
+    assert data["status"] == "error" and data["errors"][0]["key"] == "protected_threshold"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("args", "match"), [
+    (["-g", "slru.protected_threshold"], "expected POLICY.KEY=V1,V2"),
+    (["-g", "slru.protected_threshold=8..1"], "below the start"),
+    (["--pool-tokens", "1Q"], "not a whole number"),
+    (["--out", "rows.txt"], ".jsonl, .csv, .parquet"),
+    (["--plot", "curve.gif"], ".png"),
+    (["--trace", "no/such/trace.jsonl"], "no such file"),
+])
+def test_usage_errors_say_what_is_wrong(args: list[str], match: str) -> None:
+    r = run("-p", "slru", *args)
+    assert r.exit_code == 2, r.output
+    assert match in r.stderr
+
+
+def test_unknown_workload_parameter_is_invalid_input() -> None:
+    r = run("-p", "lru", "-P", "convz=3")
+    assert r.exit_code == 1 and "convz" in r.stderr
+
+
+def test_dry_run_lists_cells_and_replays_nothing(tmp_path: Path) -> None:
+    r = run("-p", "lru,lfu", *SMALL, "-w", "chat", "--trace", str(TRACE), "-P", "trace.limit=50",
+            "--dry-run")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 8 and lines[0].strip().startswith("1  lru, pool 20,000, page 1, chat")
+
+
+def test_failed_cells_set_exit_code_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from helpers.sweeps import flaky_installed
+
+    with flaky_installed(tmp_path / "site"):
+        r = run("-p", "lru,flaky", "-g", "flaky.mode=ok,raise", "-P", "convs=12",
+                "--pool-tokens", "20K", "--json")
+    assert r.exit_code == 3, r.output
+    data = json.loads(r.stdout)
+    assert data["failed"] == 1
+    assert "cell failed: flaky" in r.stderr and "1 of 3 cells failed" in r.stderr
+
+
+def _cli() -> list[str]:
+    exe = Path(sys.executable).parent / "radix-evict"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "radix_evict.cli"]
+
+
+def test_ctrl_c_stops_cleanly_keeps_finished_cells_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "rows.jsonl"
+    args = [*_cli(), "sweep", "-p", "lru,lfu,slru,priority", "-P", "convs=25", "--seeds",
+            "0..3", "--pool-tokens", "20K", "-j", "1", "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if out.exists() and len(out.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.1)
+    assert proc.poll() is None, "the sweep ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted:" in err and "rerun the same command to resume" in err
+    kept = [json.loads(line) for line in out.read_text().splitlines()]
+    assert 2 <= len(kept) < 16 and all(r["status"] == "ok" for r in kept)
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"{len(kept)} already in" in done.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 16 and len({r["cell"] for r in rows}) == 16
+
+
+def test_oracle_adds_reference_lines_to_the_summary() -> None:
+    r = run("-p", "lru", *SMALL, "--oracle", "--json")
+    assert r.exit_code == 0, r.output
+    assert "+ 3 reference cells (oracle, ceiling) = 5 cells" in r.stderr
+    data = json.loads(r.stdout)
+    curves = {c["policy"]: c for c in data["summary"]["curves"]}
+    assert set(curves) == {"lru", "oracle"}
+    (ceiling,) = data["summary"]["ceilings"].values()
+    assert all(h <= ceiling + 1e-12 for c in curves.values() for h in c["hit_rate"])
+    assert [b["policy"] for b in data["summary"]["best_configs"]] == ["lru"]

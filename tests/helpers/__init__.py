@@ -1,0 +1,1 @@
+"""Test helpers shared across tests/ folders (importable because tests/ is on sys.path)."""

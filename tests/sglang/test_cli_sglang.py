@@ -1,0 +1,117 @@
+"""``radix-evict sglang check`` against SGLang 0.5.23's own code (and without SGLang)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.sglang_env import import_sglang
+from typer.testing import CliRunner
+
+from radix_evict import registry
+from radix_evict.cli import app
+from radix_evict.sglang import native, plugin
+
+
+@pytest.fixture
+def check(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Runs the command in-process; SGLang's registries are put back afterwards."""
+    import_sglang()
+    monkeypatch.delenv("RADIX_EVICT_PLUGINS", raising=False)
+    monkeypatch.delenv("SGLANG_PLUGINS", raising=False)
+    monkeypatch.delenv("SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND", raising=False)
+    plugin.uninstall()
+    registry.reload()
+
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(app, ["sglang", "check", *args])
+
+    yield run
+    plugin.uninstall()
+    registry.reload()
+
+
+def test_reports_version_plugin_and_accepted_names(check: Any) -> None:
+    r = check()
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"SGLang: {native.SUPPORTED_VERSION}"
+    assert "plugin: declared, radix_evict = radix_evict.sglang.plugin:register" in r.stdout
+    assert "SGLANG_PLUGINS: unset (every plugin loads) -> allowed" in r.stdout
+    offered = registry.choices()  # the example's gdsf and fifo, and whatever else is installed
+    assert {"gdsf", "fifo"} <= set(offered)
+    added = ", ".join(n for n in offered if n not in native.NATIVE_POLICIES)
+    assert f"added policies: {added};" in r.stdout
+    accepts = [*native.NATIVE_CHOICES, *(n for n in offered if n not in native.NATIVE_CHOICES)]
+    assert lines[-1] == f"--radix-eviction-policy accepts: {', '.join(accepts)}"
+
+
+def test_a_radix_evict_policy_reports_the_python_core_and_why(check: Any) -> None:
+    r = check("--radix-eviction-policy", "gdsf", "--radix-eviction-policy-config",
+              '{"credit": 4}', "--json")
+    assert r.exit_code == 0, r.output
+    setting = json.loads(r.stdout)["setting"]
+    assert setting["ok"] and setting["tree_core"] == "python"
+    assert "comes from radix-evict" in setting["tree_core_reason"]
+    assert setting["strategy"].startswith("BridgedStrategy(GreedyDualPolicy(credit=4.0")
+
+
+def test_sglangs_own_policy_keeps_sglangs_core(check: Any) -> None:
+    from sglang.srt.mem_cache.unified_cache import tree_core_registry as reg
+
+    r = check("--radix-eviction-policy", "slru", "--radix-eviction-policy-config",
+              '{"protected_threshold": 0}', "--json")
+    assert r.exit_code == 0, r.output
+    setting = json.loads(r.stdout)["setting"]
+    assert setting["strategy"] == "SLRUStrategy"
+    # whatever SGLang itself decides on this machine (rust where its extension loads)
+    assert setting["tree_core"] in ("rust", "python")
+    assert setting["tree_core_reason"] is None or "radix-evict" not in setting["tree_core_reason"]
+    assert reg._rust_fallback_reason.__wrapped__  # the check ran the plugin's routing
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["slru", '{"protected_treshold": 3}'], "did you mean 'protected_threshold'"),
+        (["tlru", '{"threshold": 4, "next_prompt_estimate": 6}'], "greater than next_prompt"),
+        (["nope", None], "invalid choice: 'nope' (choose from 'lru', 'lfu'"),
+        (["lru", "[1]"], "must be a JSON object"),
+        (["lru", "{"], "is not JSON"),
+    ],
+)
+def test_a_setting_sglang_would_refuse_exits_1_with_the_startup_error(
+    check: Any, args: list[str | None], needle: str
+) -> None:
+    policy, config = args
+    argv = ["--radix-eviction-policy", str(policy)]
+    if config is not None:
+        argv += ["--radix-eviction-policy-config", config]
+    r = check(*argv)
+    assert r.exit_code == 1, r.output
+    assert needle in r.output
+
+
+def test_excluded_by_sglang_plugins_says_so(check: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SGLANG_PLUGINS", "someone_else")
+    r = check("--json")
+    assert r.exit_code == 1
+    rep = json.loads(r.stdout)
+    assert rep["plugin_allowed"] is False and rep["plugin_active"] is False
+    assert rep["accepted_policies"] == list(native.NATIVE_CHOICES)
+    r = check("--radix-eviction-policy", "gdsf")
+    assert r.exit_code == 1 and "invalid choice: 'gdsf'" in r.stdout
+    assert "EXCLUDED: add radix_evict to SGLANG_PLUGINS" in r.stdout
+
+
+def test_without_sglang_exits_2(tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("radix-evict")
+    r = subprocess.run([str(exe), "sglang", "check"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "SGLang: not importable here" in r.stdout
