@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install simulate test lint typecheck docs bench clean sglang-env
+.PHONY: install simulate test lint typecheck imports docs bench clean sglang-env
 
 # setup.py compiles these (core/cache/compiled.py lists them): an edit needs a rebuild.
 COMPILED := $(addprefix core/cache/,$(addsuffix .py,args tree eviction ownership slots pool radix_cache))
@@ -43,21 +43,25 @@ simulate: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check setup.py core builtin_policies cli plugins_example tests bench docs
 
-# mypy names a module after its folders, and the package radix_evict is core/ with
-# builtin_policies/ and cli/ inside it: checked through a tree of links with that shape,
-# imports between them resolve (checked as the files they are, they would all be Any).
-TYPECHECK_TREE := build/typecheck/radix_evict
+# mypy and import-linter name a module after its folders, and the package radix_evict is
+# core/ with builtin_policies/ and cli/ inside it: both check a tree of links with the
+# installed shape (docs/gen/architecture.py builds it from pyproject's package-dir table),
+# so imports between the folders resolve (checked as the files they are, they would be Any).
+TYPECHECK_TREE := build/typecheck
 
 typecheck: $(STAMP)
-	rm -rf $(TYPECHECK_TREE) && mkdir -p $(TYPECHECK_TREE)
-	ln -s $(CURDIR)/core/* $(CURDIR)/builtin_policies $(CURDIR)/cli $(TYPECHECK_TREE)/
-	MYPYPATH=build/typecheck $(VENV)/bin/mypy --cache-dir build/typecheck-cache -p radix_evict
+	$(PY) docs/gen/architecture.py tree $(TYPECHECK_TREE) >/dev/null
+	MYPYPATH=$(TYPECHECK_TREE) $(VENV)/bin/mypy --cache-dir build/typecheck-cache -p radix_evict
 	$(VENV)/bin/mypy --cache-dir build/typecheck-cache setup.py
+
+# The architecture's contracts ([tool.importlinter] in pyproject.toml).
+imports: $(STAMP)
+	$(PY) docs/gen/architecture.py lint-imports
 
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(CURDIR)/build/site
 
-test: lint typecheck docs sglang-env
+test: lint typecheck imports docs sglang-env
 	$(PY) -m pytest -q tests
 	cd plugins_example && ../$(PY) -m pytest -q tests
 

@@ -9,7 +9,8 @@ Subcommands (run from anywhere; paths are relative to the repository root):
     python docs/generate.py figures    # run `radix-evict simulate --json`, write results.json,
                                        # the plot docs/figures/policies.png, then the tables
     python docs/generate.py sweep-figure  # run the Sweeps page's sweep: its rows, plot, table
-    python docs/generate.py all        # policies, cli and tables (the fast ones)
+    python docs/generate.py architecture  # docs/architecture.md's import graph, from the code
+    python docs/generate.py all        # policies, cli, tables and architecture (the fast ones)
 
 ``--check`` (with policies, cli, tables or all) writes nothing and exits 1 when
 a committed page differs from what would be generated. tests/project/test_docs.py
@@ -36,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # docs/: makes docs/gen importable
 
-from gen import figures, references, sweeps, tables
+from gen import architecture, figures, references, sweeps, tables
 from gen.common import ROOT, write_if_changed
 
 
@@ -50,13 +51,15 @@ def expected_pages(what: str) -> dict[Path, str]:
     if what in ("tables", "all"):
         pages.update(tables.table_pages(figures.load_results()))
         pages.update(sweeps.page())
+    if what in ("architecture", "all"):
+        pages[architecture.PAGE] = architecture.page()
     return pages
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
-    for name in ("policies", "cli", "tables", "all"):
+    for name in ("policies", "cli", "tables", "architecture", "all"):
         p = sub.add_parser(name)
         p.add_argument("--check", action="store_true",
                        help="write nothing; exit 1 if a committed page is out of date")
