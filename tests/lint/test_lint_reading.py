@@ -14,11 +14,11 @@ from helpers.rigs import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from radix_evict.cli import lint_yaml
-from radix_evict.cli.lint_json import parse_json
-from radix_evict.cli.lint_nodes import LimitExceeded, ParseFailure, to_python
-from radix_evict.cli.lint_shell import is_opaque, split_commands
-from radix_evict.cli.lint_text import Source, Text
+from radix_evict.lint.readers import yaml_tree as lint_yaml
+from radix_evict.lint.readers.json_tree import parse_json
+from radix_evict.lint.readers.nodes import LimitExceeded, ParseFailure, to_python
+from radix_evict.lint.readers.shell import is_opaque, split_commands
+from radix_evict.lint.text import Source, Text
 
 pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
