@@ -168,8 +168,28 @@ def judge(policy: str, config: dict[str, Any] | None, accepted: list[str]) -> Se
         return verdict
     verdict.strategy = repr(strategy) if hasattr(strategy, "policy") else type(strategy).__name__
     verdict.tree_core, verdict.tree_core_reason = _tree_core(policy, config)
+    if policy in native.NATIVE_CHOICES:  # SGLang's own policy: its own startup checks too
+        _startup_checks(verdict, policy, config)
+        if verdict.error is not None:
+            return verdict
     verdict.ok = True
     return verdict
+
+
+def _startup_checks(verdict: SettingVerdict, policy: str, config: Any) -> None:
+    """What SGLang refuses at startup beyond building the strategy (tlru's server-argument
+    check, the Rust core's C long): the verdict lint gives, from the same rules."""
+    from radix_evict.errors import ConfigProblem, format_problems
+    from radix_evict.sglang.startup import ERROR, startup_verdict
+
+    refused = [r for r in startup_verdict(policy, config, rust_core=verdict.tree_core == "rust")
+               if r.severity == ERROR]
+    if not refused:
+        return
+    problems = [ConfigProblem(policy, ".".join(r.path) or None, r.type, r.msg, r.hint,
+                              loc=r.path) for r in refused]
+    verdict.error = format_problems(policy, problems)
+    verdict.problems = [p.to_dict() for p in problems]
 
 
 def _tree_core(policy: str, config: dict[str, Any] | None) -> tuple[str, str | None]:
