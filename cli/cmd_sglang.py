@@ -57,8 +57,9 @@ def _config(text: str | None, given: str | None) -> dict[str, Any] | None:
         raise CliError(f"{what} is not JSON ({exc}); SGLang refuses it "
                        "when parsing its arguments", EXIT_INVALID) from None
     if data is not None and not isinstance(data, dict):
+        shown = text if len(text) <= 80 else text[:77] + "..."  # a file's may be long
         raise CliError(f"{CONFIG_FLAG} must be a JSON object "
-                       f"(SGLang passes it as keyword arguments), got {text!r}", EXIT_INVALID)
+                       f"(SGLang passes it as keyword arguments), got {shown!r}", EXIT_INVALID)
     return data
 
 

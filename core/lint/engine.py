@@ -14,7 +14,7 @@ import os
 import re
 import signal
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -97,7 +97,8 @@ class Linter:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
         self._guarded(source.path, lambda: self._lint(source, PurePath(source.path), kind))
 
-    def _guarded(self, name: str, run: Any) -> None:
+    def _guarded(self, name: str, run: Callable[[], list[LintProblem]]) -> None:
+        """Run one file's check; whatever goes wrong costs that file only."""
         self.report.files += 1
         try:
             with time_limit(SECONDS_PER_FILE), no_gc():

@@ -46,7 +46,7 @@ from .readers.nodes import MAX_VALUE_NODES, LimitExceeded, Node, ParseFailure, s
 from .readers.shell import is_opaque
 from .text import Text
 
-SGLANG_VERSION = native.SUPPORTED_VERSION
+SGLANG_VERSION = native.SUPPORTED_VERSION  # for messages (the fact is native.py's)
 
 
 def plugin_choices() -> list[str]:

@@ -187,16 +187,16 @@ def test_file_level_problems(tmp_path: Path) -> None:
 
 def test_internal_error_costs_only_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                              ) -> None:
-    from radix_evict.lint import engine as lint_files
+    from radix_evict.lint import engine
 
-    real = lint_files.Linter._invocations
+    real = engine.Linter._invocations
 
     def broken(self: Any, source: Any, *args: Any) -> Any:
         if source.path.endswith("boom.yaml"):
             raise KeyError("boom")
         return real(self, source, *args)
 
-    monkeypatch.setattr(lint_files.Linter, "_invocations", broken)
+    monkeypatch.setattr(engine.Linter, "_invocations", broken)
     boom, other = tmp_path / "boom.yaml", tmp_path / "other.yaml"
     boom.write_text("radix-eviction-policy: lru\n")
     other.write_text("radix-eviction-policy: nope\n")
@@ -208,10 +208,10 @@ def test_internal_error_costs_only_its_file(tmp_path: Path, monkeypatch: pytest.
 def test_slow_file_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    from radix_evict.lint import engine as lint_files
+    from radix_evict.lint import engine
 
-    monkeypatch.setattr(lint_files, "SECONDS_PER_FILE", 1)
-    monkeypatch.setattr(lint_files.Linter, "_invocations",
+    monkeypatch.setattr(engine, "SECONDS_PER_FILE", 1)
+    monkeypatch.setattr(engine.Linter, "_invocations",
                         lambda self, *a: time.sleep(5) or [])
     path = tmp_path / "slow.yaml"
     path.write_text("radix-eviction-policy: lru\n")
