@@ -5,7 +5,7 @@ Deployments with ``command``/``args``, StatefulSets with a ``bash -c`` block,
 compose files, Helm values, SGLang ``--config`` files, shell scripts,
 Dockerfiles; a tenth of them with an eviction mistake), then times the CLI
 on the whole folder in a fresh process (imports included, as CI runs it) and
-the in-process ``lint_files`` call; then lints hostile inputs one by one
+the in-process ``radix_evict.lint.lint_paths`` call; then lints hostile inputs one by one
 (100,000-level nesting, a self-referencing alias, a 9-level billion laughs,
 5 MB and 50 MB YAML, /dev/zero, a FIFO). A benchmark, not a test: the figures
 are for the record.
@@ -162,20 +162,20 @@ def main() -> None:
             cli_times.append(time.perf_counter() - start)
             codes.add(run.returncode)
             report = json.loads(run.stdout)
-        from radix_evict.cli.lint_files import lint_files
+        from radix_evict.lint import lint_paths
 
-        lint_files([folder])  # warm: imports and the plugin registry
+        lint_paths([folder])  # warm: imports and the plugin registry
         inproc = []
         for _ in range(a.repeat):
             start = time.perf_counter()
-            lint_files([folder])
+            lint_paths([folder])
             inproc.append(time.perf_counter() - start)
         failed = len({e["file"] for e in report["errors"]})
         cli, inner = statistics.median(cli_times), statistics.median(inproc)
         print(f"{report['files']} files ({size / 2**20:.1f} MiB), {bad} with a mistake: "
               f"{failed} failed, exit {sorted(codes)}")
         print(f"radix-evict lint (fresh process): {cli:.2f} s median of {a.repeat}")
-        print(f"lint_files in process:           {inner:.2f} s "
+        print(f"lint_paths in process:           {inner:.2f} s "
               f"({inner / report['files'] * 1e3:.2f} ms per file)")
         if failed != bad:
             sys.exit(f"expected {bad} failing files, lint failed {failed}")
@@ -185,7 +185,7 @@ def main() -> None:
             print("hostile inputs (in process, one file each):")
             for what, path in hostile(odd):
                 start = time.perf_counter()
-                found = lint_files([path]).problems
+                found = lint_paths([path]).problems
                 took = time.perf_counter() - start
                 kinds = ", ".join(sorted({p.type for p in found})) or "passes"
                 longest = max((len(p.msg) for p in found), default=0)

@@ -8,7 +8,11 @@ from typing import Annotated
 import typer
 
 from . import output
-from .errors import EXIT_OK, EXIT_USAGE, mark_json
+from .errors import EXIT_INVALID, EXIT_OK, EXIT_USAGE, mark_json
+
+# The library's outcomes as exit codes: a file SGLang refuses is invalid input (1); a file
+# that could not be checked (unreadable, too slow, a broken plugin) is an environment error (2).
+EXIT_CODES = {"ok": EXIT_OK, "invalid": EXIT_INVALID, "error": EXIT_USAGE}
 
 FilesArg = Annotated[list[Path], typer.Argument(
     help="Files or folders: Kubernetes/compose/Helm YAML, JSON, TOML, SGLang --config YAML, "
@@ -32,31 +36,33 @@ def lint(
     Fails a file exactly when SGLang 0.5.23 would refuse to start (or fail) with its
     eviction settings; every problem is reported at file:line:column.
     """
-    from . import lint_output  # here, not at import: yaml and tomllib only lint needs
-    from .lint_files import lint_files
+    # here, not at import: yaml and tomllib only lint needs
+    from radix_evict.lint import formats as render
+    from radix_evict.lint import lint_paths
 
     fmt = "json" if json_out else fmt.lower()
     mark_json(ctx.obj, fmt == "json")
-    if fmt not in lint_output.FORMATS:
-        output.error(f"--format must be one of {', '.join(lint_output.FORMATS)}, got {fmt!r}")
+    if fmt not in render.FORMATS:
+        output.error(f"--format must be one of {', '.join(render.FORMATS)}, got {fmt!r}")
         raise typer.Exit(EXIT_USAGE)
-    report = lint_files(files, strict=strict)
+    report = lint_paths(files, strict=strict)
+    code = EXIT_CODES[report.outcome]
     if fmt == "json":
-        output.emit_json(report.to_dict())
+        output.emit_json(render.json_report(report))
     elif fmt == "sarif":
         from radix_evict import __version__
 
-        output.emit_json(lint_output.sarif(report, __version__))
+        output.emit_json(render.sarif(report, __version__))
     elif fmt == "github":
         out = output.stdout()
-        for line in lint_output.github_lines(report):
+        for line in render.github_lines(report):
             out.print(line, markup=False, highlight=False, soft_wrap=True)
-        output.stderr().print(lint_output.summary(report), markup=False, highlight=False)
+        output.stderr().print(render.summary(report), markup=False, highlight=False)
     else:
         err = output.stderr()
-        for line in lint_output.text_lines(report):
+        for line in render.text_lines(report):
             err.print(line, markup=False, highlight=False, soft_wrap=True)
-        where = output.stdout() if report.code == EXIT_OK else err
-        where.print(lint_output.summary(report), markup=False, highlight=False)
-    if report.code != EXIT_OK:
-        raise typer.Exit(report.code)
+        where = output.stdout() if code == EXIT_OK else err
+        where.print(render.summary(report), markup=False, highlight=False)
+    if code != EXIT_OK:
+        raise typer.Exit(code)

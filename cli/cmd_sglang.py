@@ -7,11 +7,13 @@ from typing import Annotated, Any
 
 import typer
 
+from radix_evict.inputs import CONFIG_BYTES, InputError, InputFileError, load_json, read_text
 from radix_evict.sglang.check import CheckReport, check
 
 from . import output
 from .errors import EXIT_INVALID, EXIT_OK, EXIT_USAGE, CliError, mark_json
-from .options import read_config_arg
+
+CONFIG_FLAG = "--radix-eviction-policy-config"
 
 app = typer.Typer(
     name="sglang",
@@ -27,17 +29,37 @@ ConfigOpt = Annotated[str | None, typer.Option(
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")]
 
 
-def _config(text: str | None) -> dict[str, Any] | None:
+def _read_config(value: str | None) -> str | None:
+    """The config as given, or ``@FILE``'s text: a regular file within the config size cap.
+
+    A file that cannot be read as one (missing, a FIFO or device, too large) is a usage
+    error (exit 2); text that is not UTF-8 is a bad config (exit 1), as in lint.
+    """
+    if value is None or not value.startswith("@"):
+        return value
+    try:
+        return read_text(value[1:], limit=CONFIG_BYTES, what="a config file")
+    except InputFileError as exc:
+        code = EXIT_INVALID if exc.type == "not_utf8" else EXIT_USAGE
+        raise CliError(f"{CONFIG_FLAG} {value}: {exc}", code) from None
+
+
+def _config(text: str | None, given: str | None) -> dict[str, Any] | None:
+    """The config parsed as SGLang's ``json.loads`` does, within radix-evict's JSON limits."""
     if text is None:
         return None
+    what = CONFIG_FLAG if given is None or not given.startswith("@") else f"{CONFIG_FLAG} {given}"
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise CliError(f"--radix-eviction-policy-config is not JSON ({exc}); SGLang refuses it "
+        data = load_json(text, what=what)
+    except InputError as exc:  # nested too deep, a number too long
+        raise CliError(str(exc), EXIT_INVALID) from None
+    except ValueError as exc:  # json.JSONDecodeError and json's other refusals
+        raise CliError(f"{what} is not JSON ({exc}); SGLang refuses it "
                        "when parsing its arguments", EXIT_INVALID) from None
     if data is not None and not isinstance(data, dict):
-        raise CliError("--radix-eviction-policy-config must be a JSON object "
-                       f"(SGLang passes it as keyword arguments), got {text!r}", EXIT_INVALID)
+        shown = text if len(text) <= 80 else text[:77] + "..."  # a file's may be long
+        raise CliError(f"{CONFIG_FLAG} must be a JSON object "
+                       f"(SGLang passes it as keyword arguments), got {shown!r}", EXIT_INVALID)
     return data
 
 
@@ -55,8 +77,8 @@ def check_command(
     """
     mark_json(ctx.obj, json_out)
     if config is not None and policy is None:
-        raise CliError("--radix-eviction-policy-config needs --radix-eviction-policy", EXIT_USAGE)
-    report = check(policy, _config(read_config_arg(config)))
+        raise CliError(f"{CONFIG_FLAG} needs --radix-eviction-policy", EXIT_USAGE)
+    report = check(policy, _config(_read_config(config), config))
     code = exit_code(report)
     if json_out:
         output.emit_json({"status": "ok" if code == EXIT_OK else "problem", **report.to_dict()})

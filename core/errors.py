@@ -96,6 +96,30 @@ def valid_keys_text(policy: str, valid_keys: Sequence[str]) -> str:
     return "valid keys: " + ", ".join(valid_keys)
 
 
+def json_type(value: Any) -> str:
+    """A decoded JSON value's JSON type name, for messages (``number``, ``array``...)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def short_value(value: Any, limit: int = 80) -> str:
+    """A value for a message, as JSON, never longer than ``limit`` characters."""
+    import json
+
+    try:
+        text = json.dumps(value, default=str, allow_nan=True)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class PolicyConfigError(RadixEvictError, ValueError):
     """An unknown or hidden policy name, or a config that does not validate.
 

@@ -64,6 +64,38 @@ def sglang_allow_list(environ: dict[str, str] | None = None) -> list[str] | None
     return names or None
 
 
+@dataclass(frozen=True)
+class PluginPresence:
+    """Whether SGLang here would run radix-evict's plugin: declared, and allowed."""
+
+    entry_point: str | None  # "name = value (dist version)" when declared
+    allow_list: list[str] | None  # SGLANG_PLUGINS (None: every plugin loads)
+
+    @property
+    def allowed(self) -> bool:
+        return self.allow_list is None or native.ENTRY_POINT in self.allow_list
+
+    @property
+    def loads(self) -> bool:
+        return self.entry_point is not None and self.allowed
+
+    def why_not(self) -> str | None:
+        """Why SGLang would not load the plugin, said plainly (None: it would)."""
+        if self.entry_point is None:
+            return (f"the installed radix-evict declares no {native.PLUGIN_GROUP!r} entry point "
+                    f"{native.ENTRY_POINT!r}")
+        if not self.allowed:
+            assert self.allow_list is not None
+            return (f"{native.PLUGIN_ALLOW_ENV}={','.join(self.allow_list)} leaves out "
+                    f"radix-evict's plugin {native.ENTRY_POINT!r}")
+        return None
+
+
+def plugin_presence(environ: dict[str, str] | None = None) -> PluginPresence:
+    """The plugin-presence check, written once: ``sglang check`` and ``lint`` both ask it."""
+    return PluginPresence(_our_entry_point(), sglang_allow_list(environ))
+
+
 def _our_entry_point() -> str | None:
     for ep in importlib.metadata.entry_points(group=native.PLUGIN_GROUP):
         if ep.name == native.ENTRY_POINT:
@@ -86,10 +118,11 @@ def check(policy: str | None = None, config: dict[str, Any] | None = None) -> Ch
         report.sglang_version = importlib.metadata.version(native.DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         report.sglang_version = None
-    report.entry_point = _our_entry_point()
-    report.allow_list = sglang_allow_list()
-    report.plugin_allowed = report.allow_list is None or native.ENTRY_POINT in report.allow_list
-    if report.entry_point is not None and report.plugin_allowed:
+    presence = plugin_presence()
+    report.entry_point = presence.entry_point
+    report.allow_list = presence.allow_list
+    report.plugin_allowed = presence.allowed
+    if presence.loads:
         _activate(report)
     choices = importlib.import_module(native.CHOICES_MODULE)
     report.accepted_policies = list(choices.RADIX_EVICTION_POLICY_CHOICES)
@@ -135,8 +168,28 @@ def judge(policy: str, config: dict[str, Any] | None, accepted: list[str]) -> Se
         return verdict
     verdict.strategy = repr(strategy) if hasattr(strategy, "policy") else type(strategy).__name__
     verdict.tree_core, verdict.tree_core_reason = _tree_core(policy, config)
+    if policy in native.NATIVE_CHOICES:  # SGLang's own policy: its own startup checks too
+        _startup_checks(verdict, policy, config)
+        if verdict.error is not None:
+            return verdict
     verdict.ok = True
     return verdict
+
+
+def _startup_checks(verdict: SettingVerdict, policy: str, config: Any) -> None:
+    """What SGLang refuses at startup beyond building the strategy (tlru's server-argument
+    check, the Rust core's C long): the verdict lint gives, from the same rules."""
+    from radix_evict.errors import ConfigProblem, format_problems
+    from radix_evict.sglang.startup import ERROR, startup_verdict
+
+    refused = [r for r in startup_verdict(policy, config, rust_core=verdict.tree_core == "rust")
+               if r.severity == ERROR]
+    if not refused:
+        return
+    problems = [ConfigProblem(policy, ".".join(r.path) or None, r.type, r.msg, r.hint,
+                              loc=r.path) for r in refused]
+    verdict.error = format_problems(policy, problems)
+    verdict.problems = [p.to_dict() for p in problems]
 
 
 def _tree_core(policy: str, config: dict[str, Any] | None) -> tuple[str, str | None]:

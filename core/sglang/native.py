@@ -23,3 +23,18 @@ TREE_CORE_REGISTRY_MODULE = "sglang.srt.mem_cache.unified_cache.tree_core_regist
 PYTHON_TREE_CORE_MODULE = "sglang.srt.mem_cache.unified_cache.unified_tree_core"
 
 TREE_CORE_ENV = "SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND"  # default "rust"
+
+# SGLang's server-argument default for --radix-eviction-policy (server_args.py).
+DEFAULT_POLICY = "lru"
+
+# The keyword arguments each of SGLang's strategies takes (mem_cache/evict_policy.py);
+# get_eviction_strategy passes the config as **config, so these are the only valid keys.
+STRATEGY_KEYS: dict[str, tuple[str, ...]] = {
+    "slru": ("protected_threshold",),
+    "tlru": ("threshold", "next_prompt_estimate"),
+}
+# tlru's startup check (arg_groups/kv_cache_hook.py) reads each key with this default.
+TLRU_KEY_DEFAULT = 0
+
+# The Rust tree core (SGLang's default) takes slru's protected_threshold as a C long.
+RUST_INT_RANGE = (-(2**63), 2**63 - 1)

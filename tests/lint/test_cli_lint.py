@@ -152,7 +152,7 @@ def test_pre_commit_hook_definition() -> None:
     assert "files" not in hook  # the types below choose the files
     # pre-commit's (identify's) tag for each file type lint reads by its shape.
     assert set(hook["types_or"]) == {"yaml", "json", "toml", "shell", "dockerfile"}
-    from radix_evict.cli.lint_files import file_kind
+    from radix_evict.lint.readers.files import file_kind
 
     samples = {"yaml": "a/b.yml", "json": "c.json", "toml": "d.toml", "shell": "run.sh",
                "dockerfile": "deploy/Dockerfile"}

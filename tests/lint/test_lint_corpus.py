@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 from helpers.sglang_env import import_sglang
 
-from radix_evict.cli.lint_files import invocations_of, lint_files
-from radix_evict.cli.lint_model import Invocation
+from radix_evict.lint import lint_paths
+from radix_evict.lint.engine import invocations_of
+from radix_evict.lint.model import Invocation
 
 CORPUS = Path(__file__).resolve().parent / "lint_corpus"
 VERDICTS = {"valid": False, "invalid": True, "stricter": False}
@@ -38,7 +39,7 @@ def _id(path: Path) -> str:
 
 @pytest.mark.parametrize("path", FILES, ids=_id)
 def test_lint_verdict(path: Path) -> None:
-    report = lint_files([path])
+    report = lint_paths([path])
     errors = [str(p) for p in report.problems if report.failing(p)]
     expected = path.parent.name in ("invalid", "stricter")
     assert bool(errors) == expected, errors or "lint found no error"
@@ -131,7 +132,7 @@ def rust_core(policy: str, strategy: Any) -> None:
 def test_sglang_agrees(path: Path) -> None:
     refusals = [(inv.loc, r) for inv in invocations_of(path)
                 if (r := sglang_refusal(sglang_argv(inv, path))) is not None]
-    lint_refuses = lint_files([path]).code != 0
+    lint_refuses = not lint_paths([path]).ok
     sglang_refuses = bool(refusals)
     assert sglang_refuses == VERDICTS[path.parent.name], refusals or "SGLang starts with it"
     if path.parent.name != "stricter":
@@ -158,7 +159,7 @@ def test_sglang_abbreviation_facts() -> None:
     import_sglang()
     from sglang.srt.server_args import ServerArgs
 
-    from radix_evict.cli import lint_argv
+    from radix_evict.lint import argv as lint_argv
 
     parser = argparse.ArgumentParser()
     ServerArgs.add_cli_args(parser)
@@ -174,6 +175,6 @@ def test_sglang_abbreviation_facts() -> None:
     assert radix == sorted([lint_argv.POLICY_FLAG, lint_argv.CONFIG_FLAG,
                             *lint_argv.OTHER_RADIX_FLAGS])
     policy_action = next(a for a in parser._actions if lint_argv.POLICY_FLAG in a.option_strings)
-    from radix_evict.cli.lint_verdict import SGLANG_CHOICES
+    from radix_evict.sglang.native import NATIVE_CHOICES as SGLANG_CHOICES
 
     assert list(policy_action.choices) == list(SGLANG_CHOICES)

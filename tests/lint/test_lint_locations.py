@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 from helpers.rigs import run_cli
 
-CLI = Path(__file__).resolve().parents[2] / "cli"
+CORE = Path(__file__).resolve().parents[2] / "core"
+# Where lint's problem types are written: the engine, and SGLang's startup rules it shares.
+ENGINE_SOURCES = [*sorted((CORE / "lint").rglob("*.py")), CORE / "sglang" / "startup.py"]
 pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
 
@@ -185,16 +187,16 @@ def test_file_level_problems(tmp_path: Path) -> None:
 
 def test_internal_error_costs_only_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                              ) -> None:
-    from radix_evict.cli import lint_files
+    from radix_evict.lint import engine
 
-    real = lint_files.Linter._invocations
+    real = engine.Linter._invocations
 
     def broken(self: Any, source: Any, *args: Any) -> Any:
         if source.path.endswith("boom.yaml"):
             raise KeyError("boom")
         return real(self, source, *args)
 
-    monkeypatch.setattr(lint_files.Linter, "_invocations", broken)
+    monkeypatch.setattr(engine.Linter, "_invocations", broken)
     boom, other = tmp_path / "boom.yaml", tmp_path / "other.yaml"
     boom.write_text("radix-eviction-policy: lru\n")
     other.write_text("radix-eviction-policy: nope\n")
@@ -206,10 +208,10 @@ def test_internal_error_costs_only_its_file(tmp_path: Path, monkeypatch: pytest.
 def test_slow_file_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    from radix_evict.cli import lint_files
+    from radix_evict.lint import engine
 
-    monkeypatch.setattr(lint_files, "SECONDS_PER_FILE", 1)
-    monkeypatch.setattr(lint_files.Linter, "_invocations",
+    monkeypatch.setattr(engine, "SECONDS_PER_FILE", 1)
+    monkeypatch.setattr(engine.Linter, "_invocations",
                         lambda self, *a: time.sleep(5) or [])
     path = tmp_path / "slow.yaml"
     path.write_text("radix-eviction-policy: lru\n")
@@ -233,12 +235,14 @@ ELSEWHERE = {"plugin_failed", "name_conflict", "too_complex", "policy_failed"}
 
 
 def test_every_problem_type_is_tested() -> None:
-    source = "\n".join(p.read_text().split("__all__")[0] for p in sorted(CLI.glob("lint_*.py")))
+    source = "\n".join(re.sub(r"__all__[^=]*= \[.*?\]", "", p.read_text(), flags=re.DOTALL)
+                       for p in ENGINE_SOURCES)
     emitted = set(re.findall(r'"([a-z]+(?:_[a-z]+)+)",\s*\n?\s*f?"', source))
     emitted |= set(re.findall(r'LimitExceeded\(\s*"([a-z_]+)"', source))
     emitted |= set(re.findall(r'problem_at\([^,]+,\s*[^,]+,\s*"([a-z_]+)"', source))
     emitted |= set(re.findall(r'at_(?:policy|config|setting)\(\s*(?:\([^)]*\),\s*)?"([a-z_]+)"',
                               source))
+    emitted |= {t.lower() for t in re.findall(r"ProblemType\.([A-Z_]+)", source)}
     emitted -= {"utf_8", "utf_8_sig"}
     untested = {t for t in emitted if t not in TESTED | ELSEWHERE}
     assert not untested, f"problem types without a location test: {sorted(untested)}"

@@ -7,6 +7,7 @@ import math
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote, urlsplit
 
 import pytest
 import yaml
@@ -14,11 +15,11 @@ from helpers.rigs import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from radix_evict.cli import lint_yaml
-from radix_evict.cli.lint_json import parse_json
-from radix_evict.cli.lint_nodes import LimitExceeded, ParseFailure, to_python
-from radix_evict.cli.lint_shell import is_opaque, split_commands
-from radix_evict.cli.lint_text import Source, Text
+from radix_evict.lint.readers import yaml_tree as lint_yaml
+from radix_evict.lint.readers.json_tree import parse_json
+from radix_evict.lint.readers.nodes import LimitExceeded, ParseFailure, to_python
+from radix_evict.lint.readers.shell import is_opaque, split_commands
+from radix_evict.lint.text import Source, Text
 
 pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
@@ -270,9 +271,34 @@ def test_sarif(mixed: Path) -> None:
     for x in results:
         assert rules[x["ruleIndex"]] == x["ruleId"]
         loc = x["locations"][0]["physicalLocation"]
-        assert loc["artifactLocation"]["uri"] == str(mixed)
+        # the name holds a comma: percent-encoded (RFC 3986), it decodes back to the path
+        assert loc["artifactLocation"]["uri"] == quote(str(mixed))
+        assert unquote(loc["artifactLocation"]["uri"]) == str(mixed)
     assert results[0]["locations"][0]["physicalLocation"]["region"] == {"startLine": 1,
                                                                          "startColumn": 40}
+
+
+@pytest.mark.parametrize("name", ["a,b.sh", "c:d.sh", "100%.sh", "café.sh", "line\nbreak.sh",
+                                  "sp ace#q?.sh", "back\\slash.sh"])
+def test_sarif_uri_is_an_rfc3986_reference_that_decodes_back(tmp_path: Path, name: str,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    from radix_evict.lint.formats import artifact_uri
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / name).write_text("sglang serve m --radix-eviction-policy lfuu\n")
+    monkeypatch.chdir(tmp_path)
+    rel = str(Path("sub") / name)
+    log = json.loads(run_cli("lint", "--format", "sarif", rel).stdout)
+    uri = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"][
+        "uri"]
+    assert uri == artifact_uri(rel)
+    allowed = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/%")
+    assert set(uri) <= allowed, uri  # nothing raw: every other character is percent-encoded
+    parts = urlsplit(uri)
+    assert parts.scheme == "" and parts.netloc == "" and not uri.startswith("/")  # relative
+    assert unquote(uri, errors="strict") == rel
+    assert artifact_uri(str(tmp_path / "sub" / name)).startswith("/")  # absolute stays absolute
 
 
 def test_strict_and_json(mixed: Path, tmp_path: Path) -> None:

@@ -115,3 +115,77 @@ def test_without_sglang_exits_2(tmp_path: Path) -> None:
                        text=True, timeout=120)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "SGLang: not importable here" in r.stdout
+
+
+# ------------------------------------------------------------ --radix-eviction-policy-config @FILE
+
+
+def test_config_file_is_read(check: Any, tmp_path: Path) -> None:
+    cfg = tmp_path / "slru.json"
+    cfg.write_text('{"protected_threshold": 3}')
+    r = check("--radix-eviction-policy", "slru", "--radix-eviction-policy-config", f"@{cfg}",
+              "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["setting"]["config"] == {"protected_threshold": 3}
+
+
+def test_deeply_nested_config_file_is_refused_cleanly(check: Any, tmp_path: Path) -> None:
+    deep = tmp_path / "deep.cfg"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    r = check("--radix-eviction-policy", "lru", "--radix-eviction-policy-config", f"@{deep}")
+    assert r.exit_code == 1, r.output
+    assert "internal error" not in r.output and "RecursionError" not in r.output
+    assert f"--radix-eviction-policy-config @{deep}: nested 100000 levels deep" in r.output
+
+
+def test_a_long_number_is_refused_cleanly(check: Any) -> None:
+    r = check("--radix-eviction-policy", "slru", "--radix-eviction-policy-config",
+              '{"protected_threshold": ' + "9" * 5000 + "}")
+    assert r.exit_code == 1, r.output
+    assert "internal error" not in r.output and "5000 digits" in r.output
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo", "missing.json"])
+def test_config_file_that_is_no_readable_file_is_a_usage_error(check: Any, tmp_path: Path,
+                                                               target: str) -> None:
+    import os
+
+    if target == "fifo":
+        os.mkfifo(tmp_path / "fifo")  # opened for reading, it would block: never opened so
+    path = target if target.startswith("/") else str(tmp_path / target)
+    r = check("--radix-eviction-policy", "lru", "--radix-eviction-policy-config", f"@{path}")
+    assert r.exit_code == 2, r.output
+    assert f"--radix-eviction-policy-config @{path}: {path}: " in r.output
+    assert ("not a regular file" in r.output) != (target == "missing.json")
+
+
+def test_config_file_not_utf8_is_a_bad_config(check: Any, tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.json"
+    bad.write_bytes(b'{"k": "caf\xe9"}')
+    r = check("--radix-eviction-policy", "lru", "--radix-eviction-policy-config", f"@{bad}")
+    assert r.exit_code == 1 and "not UTF-8" in r.output, r.output
+
+
+def test_config_file_too_large(check: Any, tmp_path: Path) -> None:
+    from radix_evict.inputs import CONFIG_BYTES
+
+    big = tmp_path / "big.json"
+    big.write_text('{"k": "' + "x" * CONFIG_BYTES + '"}')
+    r = check("--radix-eviction-policy", "lru", "--radix-eviction-policy-config", f"@{big}")
+    assert r.exit_code == 2 and "MiB limit" in r.output, r.output
+
+
+# ------------------------------------------------------------------ SGLang's own startup checks
+
+
+def test_startup_checks_beyond_the_strategy_are_reported(check: Any,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the plugin, SGLang builds TLRUStrategy() but its server-argument check refuses
+    tlru without a threshold: the check said OK before it asked the shared startup rules."""
+    monkeypatch.setenv("SGLANG_PLUGINS", "someone_else")
+    r = check("--radix-eviction-policy", "tlru", "--json")
+    assert r.exit_code == 1, r.output
+    setting = json.loads(r.stdout)["setting"]
+    assert not setting["ok"] and "threshold must be greater than next_prompt_estimate" in (
+        setting["error"])
+    assert [p["type"] for p in setting["problems"]] == ["value_error"]

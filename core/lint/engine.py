@@ -13,106 +13,37 @@ import gc
 import os
 import re
 import signal
-import stat
-import sys
 import threading
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path, PurePath
 from typing import Any
 
-from .errors import EXIT_INVALID, EXIT_USAGE
-from .lint_argv import not_found_note, problem_at, resolve
-from .lint_json import parse_json
-from .lint_model import ERROR, Arg, Invocation, LintProblem, LintReport
-from .lint_nodes import MAX_BYTES, MAX_DEPTH, LimitExceeded, Node, ParseFailure
-from .lint_shell import is_opaque
-from .lint_sources import TreeWalker, dockerfile_invocations, from_script, is_setting_key
-from .lint_text import Source, Text
-from .lint_verdict import check
-from .lint_yaml import parse_yaml
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from .argv import not_found_note, problem_at, resolve
+from .model import INVALID, UNCHECKED, Arg, Invocation, LintProblem, LintReport
+from .readers.dockerfile import dockerfile_invocations
+from .readers.files import (
+    KIND_NAMES,
+    KINDS,
+    YAML_SUFFIXES,
+    FileProblem,
+    file_error,
+    file_kind,
+    read_source,
+)
+from .readers.json_tree import parse_json
+from .readers.nodes import LimitExceeded, Node, ParseFailure
+from .readers.shell import is_opaque
+from .readers.sources import TreeWalker, from_script, is_setting_key
+from .readers.toml_tree import toml_tree
+from .readers.yaml_tree import parse_yaml
+from .text import Source, Text
+from .verdict import check
 
 SECONDS_PER_FILE = 60  # a safety net: the bounds below keep real files far under it
 RELEVANT = re.compile(r"radix|--conf", re.IGNORECASE)
-SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh")
-YAML_SUFFIXES = (".yaml", ".yml")
 # What a folder argument expands to, and what the pre-commit hook passes.
 PATTERNS = ("*.yaml", "*.yml", "*.json", "*.toml", "*.sh", "*.bash", "Dockerfile", "Dockerfile.*",
             "*.Dockerfile", "*.dockerfile", "Containerfile", "Containerfile.*")
-
-
-class FileProblem(Exception):
-    """A file that cannot be checked."""
-
-    def __init__(self, problem: LintProblem) -> None:
-        super().__init__(problem.msg)
-        self.problem = problem
-
-
-def _file_error(path: str, type_: str, msg: str, code: int = EXIT_USAGE,
-                line: int | None = None, column: int | None = None) -> FileProblem:
-    return FileProblem(LintProblem(path, "", type_, msg, None, line, column, ERROR, code))
-
-
-def read_source(path: Path) -> Source:
-    """The file's text, refusing what is not a regular file or is over MAX_BYTES."""
-    name = str(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise _file_error(name, "file_unreadable", f"cannot read: {exc.strerror or exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            what = ("a directory" if stat.S_ISDIR(info.st_mode) else
-                    "a FIFO" if stat.S_ISFIFO(info.st_mode) else
-                    "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else
-                    "a socket" if stat.S_ISSOCK(info.st_mode) else "not a regular file")
-            raise _file_error(name, "not_regular_file",
-                              f"not a regular file ({what}); lint reads only files")
-        if info.st_size > MAX_BYTES:
-            raise _file_error(name, "file_too_large", _too_large(info.st_size))
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise _file_error(name, "file_unreadable", f"cannot read: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if len(raw) > MAX_BYTES:
-        raise _file_error(name, "file_too_large", _too_large(len(raw)))
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise _file_error(name, "parse_error", f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                          EXIT_INVALID) from None
-    return Source(name, text)
-
-
-def _too_large(size: int) -> str:
-    return (f"{size / 2**20:.1f} MiB is over lint's {MAX_BYTES // 2**20} MiB limit per file "
-            "(serving configs are far smaller)")
-
-
-def file_kind(path: Path, text: str) -> str:
-    """``yaml``, ``json``, ``toml``, ``shell`` or ``dockerfile``, from the name or a shebang."""
-    name = path.name.lower()
-    suffix = path.suffix.lower()
-    if suffix == ".json":
-        return "json"
-    if suffix == ".toml":
-        return "toml"
-    if suffix in SHELL_SUFFIXES:
-        return "shell"
-    if name.startswith(("dockerfile", "containerfile")) or suffix in (".dockerfile",
-                                                                       ".containerfile"):
-        return "dockerfile"
-    if text.startswith("#!") and re.match(r"#![^\n]*\b(ba|z|k|da|a)?sh\b", text):
-        return "shell"
-    return "yaml"
 
 
 @contextlib.contextmanager
@@ -157,37 +88,48 @@ class Linter:
 
     # ------------------------------------------------------------------ one file
     def lint_path(self, path: Path) -> None:
+        """Read and check one file; its problems (or why it could not be read) go to the report."""
+        self._guarded(str(path), lambda: self._lint(read_source(path), path))
+
+    def lint_source(self, source: Source, kind: str | None = None) -> None:
+        """Check text already in hand (``source.path`` names it and picks its kind)."""
+        if kind is not None and kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        self._guarded(source.path, lambda: self._lint(source, PurePath(source.path), kind))
+
+    def _guarded(self, name: str, run: Callable[[], list[LintProblem]]) -> None:
+        """Run one file's check; whatever goes wrong costs that file only."""
         self.report.files += 1
         try:
             with time_limit(SECONDS_PER_FILE), no_gc():
-                for p in self._lint(path):
+                for p in run():
                     self.report.add(p)
         except FileProblem as exc:
             self.report.add(exc.problem)
         except TimeoutError:
-            self.report.add(LintProblem(str(path), "", "too_slow",
+            self.report.add(LintProblem(name, "", "too_slow",
                                         f"checking took over {SECONDS_PER_FILE} s; gave up",
-                                        code=EXIT_USAGE))
+                                        outcome=UNCHECKED))
         except (RecursionError, MemoryError) as exc:
-            self.report.add(LintProblem(str(path), "", "too_complex",
+            self.report.add(LintProblem(name, "", "too_complex",
                                         f"too complex to check ({type(exc).__name__})",
-                                        code=EXIT_INVALID))
+                                        outcome=INVALID))
         except Exception as exc:  # a bug here must not cost the other files their check
-            self.report.add(LintProblem(str(path), "", "internal_error",
+            self.report.add(LintProblem(name, "", "internal_error",
                                         f"internal error while checking: {type(exc).__name__}: "
-                                        f"{exc}", code=EXIT_USAGE))
+                                        f"{exc}", outcome=UNCHECKED))
 
-    def _lint(self, path: Path) -> list[LintProblem]:
-        source = read_source(path)
+    def _lint(self, source: Source, path: PurePath, kind: str | None = None
+              ) -> list[LintProblem]:
         if RELEVANT.search(source.text) is None:
             return []
-        kind = file_kind(path, source.text)
+        kind = kind or file_kind(path, source.text)
         base_dir = str(path.parent)
         problems: list[LintProblem] = []
         try:
             invocations = self._invocations(source, kind, base_dir, problems, path)
         except ParseFailure as exc:
-            raise self._located(source, "parse_error", f"malformed {_KIND_NAMES[kind]}", exc.msg,
+            raise self._located(source, "parse_error", f"malformed {KIND_NAMES[kind]}", exc.msg,
                                 exc.offset) from None
         except LimitExceeded as exc:
             raise self._located(source, exc.kind, "refused", exc.msg, exc.offset) from None
@@ -202,13 +144,13 @@ class Linter:
     def _located(source: Source, type_: str, what: str, msg: str,
                  offset: int | None) -> FileProblem:
         if offset is None:
-            return _file_error(source.path, type_, f"{what}: {msg}", EXIT_INVALID)
+            return file_error(source.path, type_, f"{what}: {msg}", INVALID)
         line, column = source.where(offset)
-        return _file_error(source.path, type_, f"{what} at line {line}, column {column}: {msg}",
-                           EXIT_INVALID, line, column)
+        return file_error(source.path, type_, f"{what} at line {line}, column {column}: {msg}",
+                           INVALID, line, column)
 
     def _invocations(self, source: Source, kind: str, base_dir: str,
-                     problems: list[LintProblem], path: Path) -> list[Invocation]:
+                     problems: list[LintProblem], path: PurePath) -> list[Invocation]:
         if kind == "shell":
             return list(from_script(Text.at(source.text, source, 0), "", base_dir))
         if kind == "dockerfile":
@@ -278,59 +220,6 @@ class Linter:
         return args
 
 
-_KIND_NAMES = {"yaml": "YAML", "json": "JSON", "toml": "TOML", "shell": "shell script",
-               "dockerfile": "Dockerfile"}
-
-
-def toml_tree(source: Source) -> Node:
-    """TOML through tomllib, as a Node tree placed at each key's first spelling in the text."""
-    text = source.text
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None)
-        if line is None:  # before Python 3.14 the line is only in the message
-            found = re.search(r"at line (\d+)", str(exc))
-            line = int(found.group(1)) if found else None
-        offset = None
-        if line is not None:
-            offset = sum(len(x) + 1 for x in text.split("\n")[: line - 1])
-        raise ParseFailure(str(exc), offset) from None
-    except RecursionError:
-        raise LimitExceeded("too_deep", f"nested more than {MAX_DEPTH} levels deep") from None
-
-    def build(value: Any, at: int, depth: int) -> Node:
-        if depth > MAX_DEPTH:
-            raise LimitExceeded("too_deep", f"nested more than {MAX_DEPTH} levels deep", at)
-        if isinstance(value, dict):
-            node = Node("map", at, source)
-            for k, v in value.items():
-                m = re.compile(r"[\"']?" + re.escape(str(k)) + r"[\"']?[ \t]*[=.\]]").search(
-                    text, at)
-                pos = m.start() if m else at
-                key = Node("scalar", pos, source, str(k), "", pos + len(str(k)))
-                if m and text[m.end() - 1] in ".]":  # a table header or dotted key: inside it
-                    vpos = m.end()
-                else:
-                    vpos = text.find("=", pos)
-                    vpos = pos if vpos < 0 else vpos + 1
-                while vpos < len(text) and text[vpos] in " \t":
-                    vpos += 1
-                node.items.append((key, build(v, vpos, depth + 1)))
-            return node
-        if isinstance(value, list):
-            node = Node("seq", at, source)
-            node.items = [build(v, at, depth + 1) for v in value]
-            return node
-        style = ""
-        if isinstance(value, str) and at < len(text) and text[at] in "'\"":
-            style = text[at]
-        end = at + (len(value) + 2 if isinstance(value, str) else 1)
-        return Node("scalar", at, source, value, style, end)
-
-    return build(data, 0, 0)
-
-
 def expand(paths: Sequence[Path]) -> list[Path]:
     """Files as given; folders: the files in them that lint knows (not hidden ones)."""
     out: list[Path] = []
@@ -348,11 +237,28 @@ def expand(paths: Sequence[Path]) -> list[Path]:
     return out
 
 
-def lint_files(paths: Sequence[Path], strict: bool = False) -> LintReport:
-    """Lint every file (folders: the files in them); a bad file never stops the others."""
+def lint_paths(paths: Sequence[str | os.PathLike[str]], *, strict: bool = False) -> LintReport:
+    """Lint every file (folders: the files in them lint knows); a bad file never stops the others.
+
+    ``strict``: warnings fail too. Nothing is printed; render the report with
+    :mod:`radix_evict.lint.formats`.
+    """
     linter = Linter(strict)
-    for path in expand(paths):
+    for path in expand([Path(p) for p in paths]):
         linter.lint_path(path)
+    return linter.report
+
+
+def lint_text(text: str, name: str = "<text>", kind: str | None = None, *,
+              strict: bool = False) -> LintReport:
+    """Lint one file's text without reading it from disk.
+
+    ``name`` is how problems name the file; it also picks the shape (``serve.sh``,
+    ``Dockerfile``, ``*.json``...) unless ``kind`` (one of :data:`KINDS`) says it.
+    A ``--config FILE`` it names is looked up beside ``name``.
+    """
+    linter = Linter(strict)
+    linter.lint_source(Source(name, text), kind)
     return linter.report
 
 

@@ -13,21 +13,21 @@ seems to say (warnings).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from .errors import EXIT_USAGE
-from .lint_model import ERROR, NOTE, WARNING, Arg, Invocation, LintProblem
-from .lint_text import Text
+from radix_evict.suggest import suggest
+
+from .model import ERROR, INVALID, NOTE, WARNING, Arg, Invocation, LintProblem
+from .text import Text
 
 POLICY_FLAG = "--radix-eviction-policy"
 CONFIG_FLAG = "--radix-eviction-policy-config"
 CONFIG_FILE_FLAG = "--config"
 # Shortest unique abbreviations among SGLang 0.5.23's 561 option strings
-# (tests/test_lint_sglang.py checks them against SGLang's real parser).
+# (tests/lint/test_lint_corpus.py checks them against SGLang's real parser).
 CONFIG_FLAG_MIN_PREFIX = "--radix-eviction-policy-"
 CONFIG_FILE_MIN_PREFIX = "--conf"
 OTHER_RADIX_FLAGS = ("--radix-cache-backend",)
@@ -63,9 +63,9 @@ class Resolved:
 
 
 def problem_at(word: Text, index: int, type_: str, msg: str, *, loc: str, hint: str | None = None,
-               severity: str = ERROR, code: int = 1) -> LintProblem:
+               severity: str = ERROR, outcome: str = INVALID) -> LintProblem:
     line, column = word.where(index)
-    return LintProblem(word.source.path, loc, type_, msg, hint, line, column, severity, code)
+    return LintProblem(word.source.path, loc, type_, msg, hint, line, column, severity, outcome)
 
 
 def _kind(token: str) -> tuple[str, str | None, str | None]:
@@ -102,9 +102,11 @@ def _kind(token: str) -> tuple[str, str | None, str | None]:
     return "other", None, None
 
 
+FLAG_CUTOFF = 0.75  # stricter than names: a flag is long, and "radix" alone is no near miss
+
+
 def _near(name: str) -> str | None:
-    near = difflib.get_close_matches(name.lower().replace("_", "-"), FLAGS, n=1, cutoff=0.75)
-    return near[0] if near else None
+    return suggest(name.replace("_", "-"), FLAGS, cutoff=FLAG_CUTOFF)
 
 
 def merge_config_file(inv: Invocation, load: ConfigLoader | None,
@@ -256,4 +258,4 @@ def not_found_note(word: Text, loc: str) -> LintProblem:
                       "checked (SGLang reads it where the server runs)", loc=loc, severity=NOTE)
 
 
-__all__ = ["CONFIG_FLAG", "EXIT_USAGE", "POLICY_FLAG", "Occurrence", "Resolved", "resolve"]
+__all__ = ["CONFIG_FLAG", "POLICY_FLAG", "Occurrence", "Resolved", "resolve"]

@@ -4,6 +4,10 @@
 fail on its eviction settings), or the file cannot be read. ``warning``:
 SGLang runs it, but radix-evict knows better (``--strict`` makes warnings
 fail). ``note``: something the reader should know; never fails.
+
+A failing problem also says which outcome it makes the run: ``invalid`` (the
+file is wrong) or ``error`` (it could not be checked: unreadable, too slow, a
+broken plugin). The library reports outcomes; the CLI maps them to exit codes.
 """
 
 from __future__ import annotations
@@ -11,11 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import EXIT_INVALID, EXIT_OK, EXIT_USAGE
-from .lint_nodes import Node
-from .lint_text import Text
+from .readers.nodes import Node
+from .text import Text
 
 ERROR, WARNING, NOTE = "error", "warning", "note"
+SEVERITIES = (ERROR, WARNING, NOTE)
+
+# A run's outcome, worst last: everything passed, a file is wrong, a file could not be checked.
+OK, INVALID, UNCHECKED = "ok", "invalid", "error"
+OUTCOMES = (OK, INVALID, UNCHECKED)
 
 
 @dataclass(frozen=True)
@@ -30,7 +38,7 @@ class LintProblem:
     line: int | None = None
     column: int | None = None
     severity: str = ERROR
-    code: int = EXIT_INVALID
+    outcome: str = INVALID  # what it makes the run when it fails: INVALID or UNCHECKED
 
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "line": self.line, "column": self.column,
@@ -64,14 +72,20 @@ class LintReport:
         return p.severity == ERROR or (self.strict and p.severity == WARNING)
 
     @property
-    def code(self) -> int:
-        codes = [p.code if p.severity == ERROR else EXIT_INVALID
-                 for p in self.problems if self.failing(p)]
-        return max(codes, default=EXIT_OK)
+    def outcome(self) -> str:
+        """The worst outcome of the failing problems (a failing warning is ``invalid``)."""
+        found = {p.outcome if p.severity == ERROR else INVALID
+                 for p in self.problems if self.failing(p)}
+        return max(found, key=OUTCOMES.index, default=OK)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == OK
 
     @property
     def status(self) -> str:
-        return {EXIT_OK: "ok", EXIT_INVALID: "invalid", EXIT_USAGE: "error"}.get(self.code, "error")
+        """The outcome, as ``--format json`` writes it."""
+        return self.outcome
 
     def unique(self) -> list[LintProblem]:
         """Problems in file order, each once (a --config file may be reached twice)."""

@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable
 from json import decoder
 
-from .lint_nodes import MAX_DEPTH, LimitExceeded, Node, ParseFailure
-from .lint_text import Source, Text
+from ..text import Source, Text
+from .nodes import MAX_DEPTH, LimitExceeded, Node, ParseFailure
 
 NUMBER = re.compile(r"(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?")
 SPACE = re.compile(r"[ \t\n\r]*")

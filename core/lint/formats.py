@@ -1,10 +1,16 @@
-"""Lint's report as text, JSON, GitHub workflow annotations or SARIF 2.1.0."""
+"""Lint's report as data: text lines, a JSON object, GitHub workflow annotations, SARIF 2.1.0.
+
+Nothing here prints; the CLI (or any caller) decides where each piece goes.
+"""
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any
+from urllib.parse import quote
 
-from .lint_model import ERROR, WARNING, LintProblem, LintReport
+from .model import ERROR, WARNING, LintProblem, LintReport
 
 FORMATS = ("text", "json", "github", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -29,7 +35,13 @@ def summary(report: LintReport) -> str:
 
 
 def text_lines(report: LintReport) -> list[str]:
+    """One ``file:line:column: severity: ...`` line per problem (continuations indented)."""
     return [str(p) for p in report.unique()]
+
+
+def json_report(report: LintReport) -> dict[str, Any]:
+    """What ``--format json`` prints: status, files, errors and warnings."""
+    return report.to_dict()
 
 
 def _escape_data(text: str) -> str:
@@ -63,6 +75,24 @@ def _sarif_level(report: LintReport, p: LintProblem) -> str:
     return "warning" if p.severity == WARNING else "note"
 
 
+_DRIVE = re.compile(r"^[A-Za-z]:/")
+
+
+def artifact_uri(path: str) -> str:
+    """A file name as SARIF's ``artifactLocation.uri``: an RFC 3986 URI reference.
+
+    Every character outside the unreserved set and ``/`` is percent-encoded as
+    UTF-8 (``,`` ``:`` ``%`` ``é``, a newline), so a relative path stays a
+    relative reference (a ``:`` in its first segment cannot pass for a scheme)
+    and decodes back to the name (a backslash too, except on Windows, where it is the
+    separator); a Windows drive path becomes a ``file:`` URI.
+    """
+    posix = path.replace(os.sep, "/") if os.sep != "/" else path
+    if os.sep != "/" and _DRIVE.match(posix):
+        return "file:///" + posix[:2] + quote(posix[2:], safe="/")
+    return quote(posix, safe="/")
+
+
 def sarif(report: LintReport, version: str) -> dict[str, Any]:
     """A SARIF 2.1.0 log: one run, one rule per problem type, one result per problem."""
     problems = report.unique()
@@ -75,7 +105,7 @@ def sarif(report: LintReport, version: str) -> dict[str, Any]:
         if p.line is not None:
             region = {"startLine": p.line, "startColumn": p.column or 1}
         location: dict[str, Any] = {"physicalLocation": {
-            "artifactLocation": {"uri": p.file.replace("\\", "/")}}}
+            "artifactLocation": {"uri": artifact_uri(p.file)}}}
         if region:
             location["physicalLocation"]["region"] = region
         if p.loc:
@@ -89,4 +119,5 @@ def sarif(report: LintReport, version: str) -> dict[str, Any]:
         "results": results}]}
 
 
-__all__ = ["ERROR", "FORMATS", "github_lines", "sarif", "summary", "text_lines"]
+__all__ = ["ERROR", "FORMATS", "artifact_uri", "github_lines", "json_report", "sarif", "summary",
+           "text_lines"]

@@ -19,8 +19,8 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
 
-from .lint_nodes import MAX_DEPTH, LimitExceeded, Node, ParseFailure
-from .lint_text import Source
+from ..text import Source
+from .nodes import MAX_DEPTH, LimitExceeded, Node, ParseFailure
 
 Loader: Any = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
 LIBYAML = Loader is not yaml.SafeLoader

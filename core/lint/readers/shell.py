@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .lint_text import Text
+from ..text import Text
 
 OPERATORS = frozenset(";&|()")
 BLANKS = frozenset(" \t\r")

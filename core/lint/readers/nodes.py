@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .lint_text import Source, Text, aligned
+from radix_evict.errors import short_value as short
+from radix_evict.inputs import LINT_BYTES
+
+from ..text import Source, Text, aligned
 
 MAX_DEPTH = 200          # nesting levels; real configs use a dozen
 MAX_VALUE_NODES = 10_000  # nodes one value may expand to through aliases
-MAX_BYTES = 8 * 1024 * 1024  # per file
+MAX_BYTES = LINT_BYTES  # per file (radix_evict.inputs' cap for lint targets)
 
 
 class LimitExceeded(Exception):
@@ -143,12 +146,5 @@ def to_python(node: Node, budget: list[int] | None = None) -> Any:
     return out
 
 
-def short(value: Any, limit: int = 80) -> str:
-    """A value for a message, never longer than ``limit`` characters."""
-    import json
-
-    try:
-        text = json.dumps(value, default=str, allow_nan=True)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_VALUE_NODES", "LimitExceeded", "Node", "ParseFailure",
+           "short", "to_python"]

@@ -3,25 +3,20 @@
 Errors are what SGLang itself refuses, in the order it checks:
 
 1. its argument parser: the policy must be one of ``--radix-eviction-policy``'s
-   choices (``lru lfu slru priority tlru``; its ``fifo mru filo`` strategies
-   are not among them), and the config must be text ``json.loads`` accepts;
-2. its server-argument check (``arg_groups/kv_cache_hook.py``): for tlru,
-   ``threshold`` and ``next_prompt_estimate`` (default 0) must compare as
-   numbers, be >= 0, and ``threshold > next_prompt_estimate``;
-3. ``get_eviction_strategy``: a falsy config (``{}``, ``0``, ``[]``, ``null``...)
-   means none; anything else is passed as ``**config``, so it must be an
-   object whose keys the strategy takes (slru: ``protected_threshold``; tlru:
-   ``threshold``, ``next_prompt_estimate``; the others none);
-4. the tree core: SGLang's default (Rust) core takes slru's
-   ``protected_threshold`` as a C long, refusing a float or a string at
-   startup (its Python core would fail on a string at the first eviction).
+   choices (``native.NATIVE_CHOICES``; its other strategies are not among
+   them), and the config must be text ``json.loads`` accepts;
+2. its startup checks on its own policies (tlru's server-argument check, the
+   strategy's keyword arguments, the Rust core's C long), stated once in
+   :mod:`radix_evict.sglang.startup` and shared with ``radix-evict sglang check``.
 
 A policy only radix-evict packages provide is valid where radix-evict's
-SGLang plugin loads it; SGLang then builds it with radix-evict's own strict
-validation, whose problems are errors. For SGLang's own policies,
-radix-evict's stricter rules (``RadixCache``, ``radix-evict validate``) give
-warnings: SGLang runs the config, radix-evict would refuse or knows it
-does nothing.
+SGLang plugin loads it (:func:`radix_evict.sglang.check.plugin_presence`);
+SGLang then builds it with radix-evict's own strict validation, whose
+problems are errors. For SGLang's own policies, radix-evict's stricter rules
+(``RadixCache``, ``radix-evict validate``) give warnings: SGLang runs the
+config, radix-evict would refuse or knows it does nothing.
+
+This module places each problem at the words of the file it is about.
 """
 
 from __future__ import annotations
@@ -31,49 +26,32 @@ from collections.abc import Sequence
 from typing import Any
 
 from radix_evict import registry
-from radix_evict.errors import ConfigProblem, valid_keys_text
+from radix_evict.errors import (
+    ENV_PROBLEMS,
+    NAME_PROBLEMS,
+    ConfigProblem,
+    ProblemType,
+    valid_keys_text,
+)
 from radix_evict.sglang import native
+from radix_evict.sglang.check import plugin_presence
+from radix_evict.sglang.startup import SERVER_ARGS, Refusal, startup_verdict
 from radix_evict.sglang.strategies import not_runnable_in_sglang
+from radix_evict.suggest import did_you_mean
 
-from .errors import EXIT_INVALID, EXIT_USAGE
-from .lint_argv import CONFIG_FLAG, POLICY_FLAG, Occurrence, problem_at
-from .lint_json import parse_json
-from .lint_model import ERROR, NOTE, WARNING, LintProblem
-from .lint_nodes import MAX_VALUE_NODES, LimitExceeded, Node, ParseFailure, short
-from .lint_shell import is_opaque
-from .lint_text import Text
+from .argv import CONFIG_FLAG, POLICY_FLAG, Occurrence, problem_at
+from .model import ERROR, INVALID, NOTE, UNCHECKED, WARNING, LintProblem
+from .readers.json_tree import parse_json
+from .readers.nodes import MAX_VALUE_NODES, LimitExceeded, Node, ParseFailure, short
+from .readers.shell import is_opaque
+from .text import Text
 
-SGLANG_VERSION = native.SUPPORTED_VERSION
-SGLANG_CHOICES = native.NATIVE_CHOICES
-SGLANG_STRATEGIES = native.NATIVE_POLICIES
-SGLANG_KEYS: dict[str, tuple[str, ...]] = {
-    "slru": ("protected_threshold",), "tlru": ("threshold", "next_prompt_estimate")}
-DEFAULT_POLICY = "lru"
-C_LONG = (-(2 ** 63), 2 ** 63 - 1)
-NAME_PROBLEMS = ("unknown_policy", "hidden_policy", "plugin_failed", "name_conflict")
+SGLANG_VERSION = native.SUPPORTED_VERSION  # for messages (the fact is native.py's)
 
 
 def plugin_choices() -> list[str]:
     """Names radix-evict's SGLang plugin adds to SGLang's choices: radix-evict's, minus SGLang's."""
-    return [n for n in registry.choices() if n not in SGLANG_CHOICES]
-
-
-def plugin_unavailable() -> str | None:
-    """Why SGLang here would not load radix-evict's SGLang plugin (None: it would)."""
-    import importlib.metadata
-
-    from radix_evict.sglang.check import sglang_allow_list
-
-    found = [ep for ep in importlib.metadata.entry_points(group=native.PLUGIN_GROUP)
-             if ep.name == native.ENTRY_POINT]
-    if not found:
-        return (f"the installed radix-evict declares no {native.PLUGIN_GROUP!r} entry point "
-                f"{native.ENTRY_POINT!r}")
-    allowed = sglang_allow_list()
-    if allowed is not None and native.ENTRY_POINT not in allowed:
-        return (f"{native.PLUGIN_ALLOW_ENV}={','.join(allowed)} leaves out radix-evict's "
-                f"plugin {native.ENTRY_POINT!r}")
-    return None
+    return [n for n in registry.choices() if n not in native.NATIVE_CHOICES]
 
 
 class Verdict:
@@ -94,14 +72,14 @@ class Verdict:
         return occ.value.word, occ.label
 
     def at_policy(self, type_: str, msg: str, hint: str | None = None,
-                  severity: str = ERROR, code: int = EXIT_INVALID) -> None:
+                  severity: str = ERROR, outcome: str = INVALID) -> None:
         if self.policy is not None:
             word, label = self.policy.value.word, self.policy.label
         else:
             word, label = self._anchor()
-            msg += f" (no {POLICY_FLAG} is set, so SGLang uses {DEFAULT_POLICY})"
+            msg += f" (no {POLICY_FLAG} is set, so SGLang uses {native.DEFAULT_POLICY})"
         self.problems.append(problem_at(word, 0, type_, msg, loc=label, hint=hint,
-                                        severity=severity, code=code))
+                                        severity=severity, outcome=outcome))
 
     def at_config(self, path: tuple[Any, ...], type_: str, msg: str, hint: str | None = None,
                   severity: str = ERROR, key: bool = False) -> None:
@@ -109,7 +87,7 @@ class Verdict:
         assert self.config is not None
         label = self.config.label + "".join(f".{p}" for p in path)
         if self.policy is None:
-            why = f"no {POLICY_FLAG} is set, so SGLang uses {DEFAULT_POLICY}"
+            why = f"no {POLICY_FLAG} is set, so SGLang uses {native.DEFAULT_POLICY}"
             hint = f"{hint}; {why}" if hint else why
         node = _find(self.root, path, key)
         if node is not None:
@@ -130,7 +108,7 @@ class Verdict:
 
     # -------------------------------------------------------------- the checks
     def run(self) -> list[LintProblem]:
-        name = self.policy.value.text if self.policy is not None else DEFAULT_POLICY
+        name = self.policy.value.text if self.policy is not None else native.DEFAULT_POLICY
         for occ in (self.policy, self.config):
             if occ is not None and occ.value.node is None and is_opaque(occ.value.text):
                 self.problems.append(problem_at(
@@ -139,19 +117,21 @@ class Verdict:
                     "(an environment variable or command substitution); not checked",
                     loc=occ.label, severity=NOTE))
                 return self.problems
-        native = name in SGLANG_CHOICES
-        plugin = not native and self._plugin_policy(name)
+        own = name in native.NATIVE_CHOICES
+        plugin = not own and self._plugin_policy(name)
         obj, parsed = self._parse_config()
-        if not (native or plugin) or not parsed:
+        if not (own or plugin) or not parsed:
             return self.problems
         before = len(self.problems)
         if plugin:
             if self._radix_evict(name, obj, ERROR):
                 self._runs_in_sglang(name, obj)
-        elif name == "tlru" and not self._tlru_startup(obj):
-            return self.problems
-        elif self._strategy(name, obj) and self._rust_core(name, obj):
-            self._radix_evict(name, obj, WARNING)
+        else:
+            refused = self._sglang_startup(name, obj)
+            if any(r.stage == SERVER_ARGS for r in refused):
+                return self.problems  # its server-argument check runs with the cache disabled too
+            if not refused:
+                self._radix_evict(name, obj, WARNING)
         if self.cache_disabled:  # SGLang builds no strategy: what would fail is advice now
             self.problems[before:] = [_not_now(p) for p in self.problems[before:]]
         return self.problems
@@ -161,13 +141,13 @@ class Verdict:
         extra = plugin_choices()
         if name in extra:
             spec = registry.get(name)
-            why_not = plugin_unavailable()
+            why_not = plugin_presence().why_not()
             if why_not is not None:
                 self.at_policy(
                     "plugin_unavailable",
                     f"{name!r} comes from {spec.source}, not SGLang {SGLANG_VERSION}: SGLang "
                     f"accepts it only through radix-evict's SGLang plugin, and here {why_not}",
-                    hint=f"SGLang's own choices: {', '.join(SGLANG_CHOICES)}")
+                    hint=f"SGLang's own choices: {', '.join(native.NATIVE_CHOICES)}")
                 return False
             self.at_policy(
                 "plugin_policy",
@@ -178,22 +158,22 @@ class Verdict:
                 severity=NOTE)
             return True
         problems = registry.validate(name, None, extended=False)
-        failed = [p for p in problems if p.type in ("plugin_failed", "name_conflict")]
+        failed = [p for p in problems if p.type in ENV_PROBLEMS]
         if failed:
-            self.at_policy(failed[0].type, failed[0].msg, code=EXIT_USAGE)
+            self.at_policy(failed[0].type, failed[0].msg, outcome=UNCHECKED)
             return False
-        offered = ", ".join(SGLANG_CHOICES)
+        offered = ", ".join(native.NATIVE_CHOICES)
         if extra:
             offered += f"; radix-evict's SGLang plugin adds {', '.join(extra)}"
-        near = registry_near(name, [*SGLANG_CHOICES, *extra])
-        if name in SGLANG_STRATEGIES:
+        near = did_you_mean(name, [*native.NATIVE_CHOICES, *extra])
+        if name in native.NATIVE_POLICIES:
             self.at_policy(
-                "hidden_policy",
+                ProblemType.HIDDEN_POLICY,
                 f"SGLang {SGLANG_VERSION} has a {name!r} strategy but not on "
                 f"{POLICY_FLAG}'s choices, so its argument parser refuses it (choices: {offered})")
         else:
             self.at_policy(
-                "unknown_policy",
+                ProblemType.UNKNOWN_POLICY,
                 f"SGLang refuses {name!r}: invalid choice for {POLICY_FLAG} (choices: {offered})",
                 hint=near)
         return False
@@ -208,7 +188,7 @@ class Verdict:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
             self.problems.append(problem_at(
-                arg.word, min(exc.pos, max(len(text) - 1, 0)), "json_invalid",
+                arg.word, min(exc.pos, max(len(text) - 1, 0)), ProblemType.JSON_INVALID,
                 f"SGLang refuses it: not valid JSON ({exc.msg} at column {exc.colno})",
                 loc=self.config.label,
                 hint=f"write a JSON object, e.g. {CONFIG_FLAG} '{{\"key\": 1}}'"))
@@ -242,7 +222,8 @@ class Verdict:
                     line2, col2 = again.source.where(again.offset())
                     assert self.config is not None
                     self.problems.append(LintProblem(
-                        again.source.path, f"{self.config.label}.{again.value}", "duplicate_key",
+                        again.source.path, f"{self.config.label}.{again.value}",
+                        ProblemType.DUPLICATE_KEY,
                         f"key {again.value!r} is given twice (first at line {line}, column "
                         f"{col}): SGLang silently keeps the last one; radix-evict refuses it",
                         "keep one", line2, col2))
@@ -251,88 +232,16 @@ class Verdict:
                 stack.extend(node.items)
         return found
 
-    def _tlru_startup(self, obj: Any) -> bool:
-        """SGLang's server-argument check for tlru (kv_cache_hook.py)."""
-        cfg = obj or {}
-        if not isinstance(cfg, dict):
-            self.at_config((), "config_type",
-                           f"SGLang's tlru check reads keys from the config and fails on a JSON "
-                           f"{_json_type(cfg)} ('{type(cfg).__name__}' object has no attribute "
-                           "'get')", hint="write a JSON object")
-            return False
-        values = {k: cfg.get(k, 0) for k in ("threshold", "next_prompt_estimate")}
-        for key, value in values.items():
-            if not isinstance(value, (int, float)):
-                self.at_setting((key,), "number_type",
-                                f"must be a number, got {_json_type(value)} {short(value)}: "
-                                "SGLang's tlru check compares it with 0 and fails at startup")
-                return False
-        for key, value in values.items():
-            if value < 0:
-                self.at_setting((key,), "greater_than_equal",
-                                f"must be >= 0, got {short(value)}: SGLang's tlru check refuses it")
-                return False
-        threshold, estimate = values["threshold"], values["next_prompt_estimate"]
-        if threshold <= estimate:
-            where = ("threshold",) if "threshold" in cfg else ()
-            self.at_setting(
-                where, "value_error",
-                f"threshold must be greater than next_prompt_estimate, got {short(threshold)} "
-                f"<= {short(estimate)}: SGLang refuses tlru so (no tokens would ever be "
-                "TEL-safe, so T-LRU would be plain LRU)")
-            return False
-        return True
-
-    def _strategy(self, name: str, obj: Any) -> bool:
-        """``get_eviction_strategy``: ``factory(**config) if config else factory()``."""
-        if not obj:
-            if obj is not None and obj != {}:
-                self.at_config((), "config_ignored",
-                               f"SGLang takes the falsy JSON {_json_type(obj)} {short(obj)} as "
-                               "no config at all", hint="leave the flag out, or write {}",
-                               severity=WARNING)
-            return True
-        if not isinstance(obj, dict):
-            self.at_config((), "config_type",
-                           f"SGLang passes the config to the strategy as keyword arguments and "
-                           f"fails at startup on a JSON {_json_type(obj)} (argument after ** must "
-                           "be a mapping)", hint="write a JSON object")
-            return False
-        allowed = SGLANG_KEYS.get(name, ())
-        ok = True
-        for key in obj:
-            if key in allowed:
-                continue
-            ok = False
-            near = registry_near(key, list(allowed))
-            keys = valid_keys_text(name, allowed)
-            self.at_config((key,), "extra_forbidden",
-                           f"unknown key {key!r}: SGLang fails at startup building the {name} "
-                           f"strategy (unexpected keyword argument)",
-                           hint=f"{near}; {keys}" if near else keys, key=True)
-        return ok
-
-    def _rust_core(self, name: str, obj: Any) -> bool:
-        """SGLang's default (Rust) tree core takes slru's protected_threshold as a C long."""
-        if name != "slru" or not isinstance(obj, dict) or "protected_threshold" not in obj:
-            return True
-        value = obj["protected_threshold"]
-        if isinstance(value, int):
-            if C_LONG[0] <= value <= C_LONG[1]:
-                return True
-            self.at_config(("protected_threshold",), "int_range",
-                           f"{value} does not fit SGLang's default (Rust) tree core, which "
-                           "refuses it at startup (Python int too large to convert to C long)")
-            return False
-        if isinstance(value, float):
-            msg = (f"must be an integer, got the number {short(value)}: SGLang's default (Rust) "
-                   "tree core refuses a float at startup (its Python core would run it)")
-        else:
-            msg = (f"must be an integer, got {_json_type(value)} {short(value)}: SGLang's default "
-                   "(Rust) tree core refuses it at startup, and its Python core fails at the "
-                   "first eviction comparing it with a hit count")
-        self.at_config(("protected_threshold",), "int_type", msg)
-        return False
+    def _sglang_startup(self, name: str, obj: Any) -> list[Refusal]:
+        """SGLang's own startup checks on its own policy (the verdict ``sglang check`` gives
+        too), placed at the config's words; returns what it refuses (errors only)."""
+        found = startup_verdict(name, obj)
+        for r in found:
+            if r.setting:
+                self.at_setting(r.path, r.type, r.msg, r.hint, r.severity, r.key)
+            else:
+                self.at_config(r.path, r.type, r.msg, r.hint, r.severity, r.key)
+        return [r for r in found if r.severity == ERROR]
 
     def _runs_in_sglang(self, name: str, obj: Any) -> None:
         """A plugin policy SGLang's trees cannot run fails at startup (the plugin refuses it)."""
@@ -413,24 +322,6 @@ def _find(root: Node | None, path: tuple[Any, ...], key: bool) -> Node | None:
     return node
 
 
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if value is None:
-        return "null"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
-def registry_near(name: str, offered: list[str]) -> str | None:
-    from radix_evict.suggest import did_you_mean
-
-    return did_you_mean(name, offered)
-
-
 def check(policy: Occurrence | None, config: Occurrence | None,
           overridden: Sequence[Occurrence] = (), cache_disabled: bool = False
           ) -> list[LintProblem]:
@@ -445,7 +336,7 @@ def check(policy: Occurrence | None, config: Occurrence | None,
         early = Verdict(occ if occ.flag == POLICY_FLAG else None,
                         occ if occ.flag == CONFIG_FLAG else None)
         if occ.flag == POLICY_FLAG:
-            if not _opaque(occ) and occ.value.text not in SGLANG_CHOICES:
+            if not _opaque(occ) and occ.value.text not in native.NATIVE_CHOICES:
                 early._plugin_policy(occ.value.text)
         elif not _opaque(occ):
             early._parse_config()

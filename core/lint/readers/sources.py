@@ -7,7 +7,7 @@
   are SGLang's argument names (at the root of a YAML file: an SGLang
   ``--config`` file, read by SGLang's rules; deeper: a settings mapping, keys
   in any spelling);
-- shell scripts; Dockerfile ``CMD``/``ENTRYPOINT`` in exec and shell form.
+- shell scripts (Dockerfiles: :mod:`.dockerfile`).
 
 Each launch becomes an :class:`Invocation`: SGLang's arguments after the
 launcher (``python -m sglang.launch_server``, ``sglang serve``...), or the
@@ -21,12 +21,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .lint_argv import CONFIG_FLAG, POLICY_FLAG, LabelledArg, problem_at
-from .lint_json import parse_json
-from .lint_model import Arg, Invocation, LintProblem
-from .lint_nodes import LimitExceeded, Node, ParseFailure
-from .lint_shell import split_commands
-from .lint_text import Source, Text
+from ..argv import CONFIG_FLAG, POLICY_FLAG, LabelledArg, problem_at
+from ..model import Arg, Invocation, LintProblem
+from ..text import Text
+from .nodes import LimitExceeded, Node
+from .shell import split_commands
 
 # Launchers that parse SGLang's server arguments; True: through prepare_server_args,
 # which merges --config FILE.
@@ -246,7 +245,7 @@ class TreeWalker:
         """The value arguments SGLang's --config merge writes for this value (None: refused)."""
         is_policy = flag.text == POLICY_FLAG or normalize_key(flag.text) == "radix-eviction-policy"
         if v.kind == "map":
-            from .lint_nodes import to_python
+            from .nodes import to_python
 
             try:
                 text = json.dumps(to_python(v))
@@ -295,7 +294,7 @@ class TreeWalker:
     def _type_problem(v: Node, label: str, is_policy: bool) -> LintProblem:
         from radix_evict import registry
 
-        from .lint_nodes import short, to_python
+        from .nodes import short, to_python
 
         try:
             shown = short(to_python(v))
@@ -311,7 +310,7 @@ class TreeWalker:
 
 
 def to_python_scalar(node: Node) -> Any:
-    from .lint_nodes import to_python
+    from .nodes import to_python
 
     return to_python(node)
 
@@ -322,83 +321,3 @@ def _as_loaded(settings: list[tuple[Node, Node]]) -> list[tuple[Node, Node]]:
     for k, v in settings:
         out[k.value] = (out[k.value][0], v) if k.value in out else (k, v)
     return list(out.values())
-
-
-# --------------------------------------------------------------------- Dockerfile
-
-INSTRUCTION = re.compile(r"^[ \t]*([A-Za-z]+)[ \t]+", re.MULTILINE)
-
-
-def dockerfile_invocations(source: Source, base_dir: str) -> Iterator[Invocation]:
-    """CMD and ENTRYPOINT of each stage (exec form: a JSON list; shell form: ``sh -c``)."""
-    text = source.text
-    lines = _logical_lines(text)
-    stages: list[dict[str, tuple[list[Arg], bool, int]]] = [{}]
-    for start, end in lines:
-        m = INSTRUCTION.match(text, start, end)
-        if not m:
-            continue
-        op = m.group(1).upper()
-        if op == "FROM":
-            stages.append({})
-            continue
-        if op not in ("CMD", "ENTRYPOINT"):
-            continue
-        body = Text.at(text, source, 0).slice(m.end(), end)
-        words, exec_form = _docker_command(body)
-        stages[-1][op] = (words, exec_form, start)
-    for stage in stages:
-        entry = stage.get("ENTRYPOINT")
-        cmd = stage.get("CMD")
-        parts = []
-        if entry is not None:
-            parts.append(entry)
-            if entry[1] and cmd is not None:
-                parts.append(cmd)
-        elif cmd is not None:
-            parts.append(cmd)
-        words = [w for p in parts for w in p[0]]
-        if not words:
-            continue
-        line = source.where(parts[0][2])[0]
-        names = "+".join(op for op in ("ENTRYPOINT", "CMD") if stage.get(op) in parts)
-        yield from from_words(words, f"{names} (line {line})", base_dir)
-
-
-def _logical_lines(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each instruction, joining backslash continuations, skipping comments."""
-    out = []
-    i = 0
-    n = len(text)
-    while i < n:
-        start = i
-        while True:
-            end = text.find("\n", i)
-            end = n if end < 0 else end
-            line = text[i:end].rstrip("\r")
-            if line.rstrip().endswith("\\") and end < n:
-                i = end + 1
-                continue
-            i = end + 1
-            break
-        if not text[start:end].lstrip().startswith("#"):
-            out.append((start, end))
-    return out
-
-
-def _docker_command(body: Text) -> tuple[list[Arg], bool]:
-    """Exec form (a JSON array of strings) or shell form (run by ``/bin/sh -c``)."""
-    stripped = body.text.strip()
-    if stripped.startswith("["):
-        lead = len(body.text) - len(body.text.lstrip())
-        inner = body.slice(lead)
-        try:
-            node = parse_json(inner.text.rstrip(), body.source, parent=inner)
-        except (ParseFailure, LimitExceeded):
-            node = None
-        if node is not None and node.kind == "seq" and all(
-                n.kind == "scalar" and isinstance(n.value, str) for n in node.items):
-            return [Arg(n.text()) for n in node.items], True
-    sh = Text("/bin/sh", body.source, [(0, body.offset(0))])
-    dash_c = Text("-c", body.source, [(0, body.offset(0))])
-    return [Arg(sh), Arg(dash_c), Arg(body)], False
