@@ -15,6 +15,7 @@ pyproject.toml say what it may do.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -77,14 +78,9 @@ def build_tree(dest: Path, root: Path = ROOT) -> Path:
 
 @contextmanager
 def installed_shape() -> Iterator[Path]:
-    """A temporary :func:`build_tree`, on ``sys.path`` while the block runs."""
+    """A temporary :func:`build_tree`, removed when the block ends."""
     with tempfile.TemporaryDirectory(prefix="radix-evict-tree-") as tmp:
-        tree = build_tree(Path(tmp) / "tree")
-        sys.path.insert(0, str(tree))
-        try:
-            yield tree
-        finally:
-            sys.path.remove(str(tree))
+        yield build_tree(Path(tmp) / "tree")
 
 
 def part_of(module: str) -> str:
@@ -93,17 +89,34 @@ def part_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else PACKAGE
 
 
-def module_graph() -> dict[str, dict[str, set[str]]]:
-    """Part -> imported part -> the modules of it imported directly (lazy imports included)."""
-    import grimp
+_DIRECT_IMPORTS = """
+import json, grimp
+graph = grimp.build_graph("radix_evict", cache_dir=None)
+print(json.dumps({m: sorted(graph.find_modules_directly_imported_by(m)) for m in graph.modules}))
+"""
 
-    with installed_shape():
-        graph = grimp.build_graph(PACKAGE, cache_dir=None)
+
+def direct_imports() -> dict[str, list[str]]:
+    """Module -> the radix_evict modules it imports directly (lazy imports included).
+
+    grimp runs in a fresh interpreter over the tree: in this one ``radix_evict``
+    may already be imported from its source folders, which grimp would walk instead.
+    """
+    with installed_shape() as tree:
+        out = subprocess.run([sys.executable, "-c", _DIRECT_IMPORTS], cwd=tree,
+                             env={**os.environ, "PYTHONPATH": str(tree)},
+                             capture_output=True, text=True, check=True, timeout=300)
+    result: dict[str, list[str]] = json.loads(out.stdout)
+    return result
+
+
+def module_graph() -> dict[str, dict[str, set[str]]]:
+    """Part -> imported part -> the modules of it imported directly."""
     edges: dict[str, dict[str, set[str]]] = defaultdict(dict)
-    for module in graph.modules:
+    for module, imported_modules in direct_imports().items():
         src = part_of(module)
         edges.setdefault(src, {})
-        for imported in graph.find_modules_directly_imported_by(module):
+        for imported in imported_modules:
             dst = part_of(imported)
             if dst != src and dst != PACKAGE:
                 edges[src].setdefault(dst, set()).add(imported)
