@@ -94,14 +94,20 @@ def test_result_files_resume(tmp_path: Path, suffix: str) -> None:
     assert plan_sweep(make_grid(small_parts()), out).todo == []
 
 
-def test_a_cut_last_line_is_dropped_and_rerun(tmp_path: Path) -> None:
+def test_a_cut_last_line_is_dropped_when_the_sweep_writes_not_when_it_plans(
+        tmp_path: Path) -> None:
     out = tmp_path / "rows.jsonl"
     run_sweep(plan_sweep(make_grid(small_parts(pool_tokens=[20_000])), out), local_executor(2))
     text = out.read_text()
-    out.write_text(text + text.splitlines()[0][:40])  # a writer killed mid-line
+    torn = text + text.splitlines()[0][:40]  # a writer killed mid-line
+    out.write_text(torn)
+    dry = plan_sweep(make_grid(small_parts(pool_tokens=[20_000])), out, write=False)
+    assert len(dry.kept) == 8 and dry.todo == [] and dry.results is not None
+    assert dry.results.torn == 40 and out.read_text() == torn  # planning changes nothing
     plan = plan_sweep(make_grid(small_parts(pool_tokens=[20_000])), out)
-    assert len(plan.kept) == 8 and plan.todo == []
-    assert out.read_text() == text
+    assert out.read_text() == torn
+    run_sweep(plan, local_executor(2))
+    assert out.read_text() == text  # the sweep repaired its own file
 
 
 def test_result_file_errors(tmp_path: Path) -> None:
@@ -135,7 +141,7 @@ def test_failing_cells_are_recorded_and_the_rest_go_on(flaky: Path, tmp_path: Pa
     assert len(outcome.failed) == 2
     # a rerun retries the failed cells only
     plan = plan_sweep(make_grid(parts), out)
-    assert sorted(json.dumps(c.config) for c in plan.todo) == [
+    assert sorted(json.dumps(c.config_dict) for c in plan.todo) == [
         '{"mode": "exit"}', '{"mode": "raise"}']
 
 
