@@ -25,8 +25,8 @@ from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload, workload_names
 from . import output, simulate_failures
 from .errors import EXIT_USAGE, CliError, mark_json
 from .options import parse_params
+from .preflight import check_output, check_params, check_plot, check_pool, check_workload_pools
 from .simulate_derived import derived_notes
-from .simulate_preflight import check_output, check_params, check_pool, check_workload_pools
 from .simulate_recommend import RULE, Recommendation, recommend
 from .simulate_report import (
     TIERS_WORKLOAD,
@@ -38,10 +38,6 @@ from .simulate_report import (
     tier_table,
 )
 from .simulate_setup import ALL, build_runs, build_trace, build_workloads, params_for, workload_list
-
-PLOT_SUFFIXES = (".png", ".svg", ".pdf")
-
-
 
 
 def _warn_failed(results: Sequence[ReplayResult]) -> None:
@@ -339,12 +335,8 @@ def simulate(
         raise CliError("give --trace or --workload, not both", EXIT_USAGE)
     if device not in ("auto", "cpu", "cuda"):
         raise CliError(f"--device {device!r}: use auto, cpu or cuda", EXIT_USAGE)
-    check_output(plot, "--plot", PLOT_SUFFIXES)
+    check_plot(plot)
     check_output(metrics, "--enable-metrics")
-    if plot is not None:
-        from .simulate_plot import pyplot
-
-        pyplot()  # matplotlib missing: say so now, not after the replay
     if trace is None and (trace_format != "auto" or block_size is not None):
         raise CliError("--trace-format and --block-size go with --trace", EXIT_USAGE)
     params = parse_params(param or [])

@@ -57,7 +57,7 @@ Pair = tuple[str, str]  # (policy, its config as given, canonical JSON)
 
 
 def parse_config(policy: str, config: dict[str, Any] | None
-                 ) -> PolicyConfig | None | list[ConfigProblem]:
+                 ) -> PolicyConfig | list[ConfigProblem] | None:
     """One (policy, config as given) through the registry: its frozen config, or its problems.
 
     The policy must be a ``--policy`` choice. No config stays None (the
@@ -78,7 +78,7 @@ def parse_configs(spots: Sequence[Spot]) -> dict[Pair, PolicyConfig | None]:
 
     A problem names the first cell that has it and how many more share it.
     """
-    verdicts: dict[Pair, PolicyConfig | None | list[ConfigProblem]] = {}
+    verdicts: dict[Pair, PolicyConfig | list[ConfigProblem] | None] = {}
     first: dict[Pair, int] = {}
     counts: dict[Pair, int] = {}
     for i, spot in enumerate(spots, 1):

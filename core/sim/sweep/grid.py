@@ -98,8 +98,16 @@ class Cell:
     duplicates and how a rerun finds the cells a result file already has.
     """
 
-    __slots__ = ("policy", "config", "pool_tokens", "page_size", "source", "seed", "key",
-                 "config_json")
+    __slots__ = (
+        "config",
+        "config_json",
+        "key",
+        "page_size",
+        "policy",
+        "pool_tokens",
+        "seed",
+        "source",
+    )
 
     def __init__(self, policy: str, config: PolicyConfig | None, pool_tokens: int | None,
                  page_size: int, source: Source, seed: int | None) -> None:

@@ -16,9 +16,8 @@ from radix_evict.sim.bound import replay_oracle
 from radix_evict.sim.ceiling import infinite_pool_ceiling
 from radix_evict.sim.replay import ReplayResult, replay
 from radix_evict.sim.sweep.grid import CEILING, ORACLE, Cell
-from radix_evict.sim.sweep.schema import ERROR, FIELD_TYPES, OK, ROW_FIELDS, TIMING_FIELDS
+from radix_evict.sim.sweep.schema import ERROR, OK, ROW_FIELDS, TIMING_FIELDS
 from radix_evict.sim.workloads import Workload
-
 
 
 def _coordinates(cell: Cell) -> dict[str, Any]:
