@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,35 @@ def test_oracle_and_ceiling_are_reference_cells_not_policies() -> None:
     assert all(r["hit_rate"] <= top + 1e-12 for r in rows)  # nothing beats an endless pool
     assert {b.policy for b in best_configs(rows)} == {"lru", "slru"}
     assert {c.policy for c in curves(rows)} == {"lru", "slru", "oracle"}
+
+
+def test_each_distinct_config_is_validated_once_not_once_per_cell(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """As simulate: validated in the planning process, and the cells carry the frozen object."""
+    from radix_evict.builtin_policies.frequency import SLRUConfig
+    from radix_evict.sim.sweep import run_cell
+
+    validated: list[Any] = []
+    real = SLRUConfig.model_validate.__func__  # type: ignore[attr-defined]
+
+    def validate(cls: Any, data: Any, **kw: Any) -> Any:
+        validated.append(data)
+        return real(cls, data, **kw)
+
+    monkeypatch.setattr(SLRUConfig, "model_validate", classmethod(validate))
+    parts = small_parts(policies=["lru", "slru"], traces=[], params=[("chat", "convs", 8)],
+                        vary={"slru": {"protected_threshold": [1, 3, 3]}},
+                        pool_tokens=[20_000, 50_000, 100_000], seeds=[0, 1])
+
+    def in_process(cells: Any, wls: Any, progress: Any) -> Iterator[dict[str, Any]]:
+        return (run_cell(c, wls[c.workload_key]) for c in cells)  # workers' code, counted here
+
+    plan = plan_sweep(make_grid(parts))
+    slru = [c for c in plan.cells if c.policy == "slru"]
+    assert len(slru) == 2 * 3 * 2  # 2 distinct configs x 3 pools x 2 seeds
+    assert validated == [{"protected_threshold": 1}, {"protected_threshold": 3}]
+    assert len({id(c.config) for c in slru}) == 2  # one frozen object per config, shared
+    outcome = run_sweep(plan, in_process)
+    assert not outcome.failed and outcome.ran == len(plan.cells)
+    assert len(validated) == 2  # no cell validated its config again
+    assert "slru: the 3 configs listed are 2 distinct configs" in plan.notes[0]

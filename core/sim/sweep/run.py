@@ -76,7 +76,7 @@ class SweepPlan:
         """E.g. ``2 policy configs x 2 pool sizes x 1 workload x 1 seed + 3 reference cells``."""
         refs = sum(c.is_reference for c in self.cells)
         extra = f" + {refs} reference cells (oracle, ceiling)" if refs else ""
-        return (f"{self.grid.size_text(self.cells)}{extra} = {len(self.cells)} "
+        return (f"{self.grid.size_text(self.cells)}{extra} = {len(self.cells):,} "
                 f"cell{'s' * (len(self.cells) != 1)}")
 
 
