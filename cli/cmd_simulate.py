@@ -19,11 +19,13 @@ import typer
 from radix_evict.sim.bound import Bound
 from radix_evict.sim.configs import describe_workload
 from radix_evict.sim.failures import RunFailure
-from radix_evict.sim.replay import PolicyRun, ReplayResult, policy_matrix, replay_policies
+from radix_evict.sim.results import ReplayResult
+from radix_evict.sim.runs import PolicyRun, policy_matrix, replay_policies
+from radix_evict.sim.winner import NothingServedError
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload, workload_names
 
 from . import output, simulate_failures
-from .errors import EXIT_USAGE, CliError, mark_json
+from .errors import EXIT_INVALID, EXIT_USAGE, CliError, mark_json
 from .options import parse_params
 from .preflight import check_output, check_params, check_plot, check_pool, check_workload_pools
 from .simulate_derived import derived_notes
@@ -46,6 +48,19 @@ def _warn_failed(results: Sequence[ReplayResult]) -> None:
             output.note(f"warning: {r.workload} / {r.label}: {r.failed:,} of {r.requests:,} "
                         "requests found no room even after eviction (pool too small?); "
                         "their prompts count as uncached")
+
+
+NOTHING_SERVED = ("no replay served a request: every request found no room in the pool even "
+                  "after eviction, so there is nothing to compare and no policy to recommend; "
+                  "give a larger --pool-tokens")
+
+
+def _recommend(results: Sequence[Any]) -> Recommendation:
+    """The core's winner, explained; a refusal (exit 1) when no replay served a request."""
+    try:
+        return recommend(results)
+    except NothingServedError:
+        raise CliError(NOTHING_SERVED, EXIT_INVALID) from None
 
 
 def _print_recommendation(rec: Recommendation, prefix: str = "") -> None:
@@ -99,8 +114,8 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
         bound = _bounds([wl], results, pool_tokens=pool_tokens, page_size=page_size,
                         progress=progress, jobs=jobs)[wl.name]
     wall = time.perf_counter() - t0
-    rec = recommend(results)
     _warn_failed(results)
+    rec = _recommend(results)
 
     def draw() -> None:
         from .simulate_plot import plot_single
@@ -158,10 +173,13 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
         bounds = _bounds(wls, m.results, pool_tokens=pool_tokens, page_size=page_size,
                          progress=progress, jobs=jobs)
     wall = time.perf_counter() - t0
-    names = [w.name for w in wls if w.name in m.winners]
-    recs = {w: recommend([r for r in m.results if r.workload == w]) for w in names}
-    winners = {w: rec.policy for w, rec in recs.items()}
     _warn_failed(m.results)
+    names = [w.name for w in wls if w.name in m.winners]  # the core named each winner
+    if not names:
+        raise CliError(NOTHING_SERVED, EXIT_INVALID)
+    recs = {w: recommend([r for r in m.results if r.workload == w],
+                         (m.cell(w, m.winners[w]), m.tie_breaks.get(w, False))) for w in names}
+    winners = dict(m.winners)
     tiers = [r for r in m.results if r.workload == TIERS_WORKLOAD]
 
     def draw() -> None:
@@ -222,7 +240,12 @@ def _run_engine(setup: tuple[Workload, list[Any]], runs: list[PolicyRun], *,
                                 progress=prog)
     wall = time.perf_counter() - t0
     cached = [r for r in rows if r.policy != "no-cache"]
-    rec = recommend(cached)
+    for r in rows:
+        if r.result.dropped:
+            output.note(f"warning: {wl.name} / {r.label}: {r.result.dropped:,} of "
+                        f"{r.result.requests:,} requests found no room even after eviction "
+                        "(pool too small?); they were dropped, not served")
+    rec = _recommend(cached)
     if json_out:
         output.emit_json({
             "mode": "engine", "model": "tiny", "device": rows[0].result.device if rows else dev,

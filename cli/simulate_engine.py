@@ -18,8 +18,8 @@ from radix_evict.engine import EngineResult, requests_from_workload, run_engine_
 from radix_evict.engine.loop import EngineRequest
 from radix_evict.engine.model import TinyConfig
 from radix_evict.engine.workload import default_pool_tokens, tiny_trace_requests, tiny_workload
-from radix_evict.sim.configs import resolve_config
-from radix_evict.sim.replay import PolicyRun
+from radix_evict.sim.configs import RunConfig
+from radix_evict.sim.runs import PolicyRun, run_replays
 from radix_evict.sim.workloads import Workload
 
 from .output import ProgressFn
@@ -40,6 +40,11 @@ class EngineRow:
     p90_uncached: float
     p99_uncached: float
     result: EngineResult
+
+    @property
+    def completed(self) -> int:
+        """Requests served (the core's winner rule skips a replay that served none)."""
+        return self.result.completed
 
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "policy_config": self.config,
@@ -74,21 +79,25 @@ def tiny_trace_setup(trace: Workload) -> tuple[Workload, list[EngineRequest]]:
 def run_engine(workload: Workload, requests: Sequence[EngineRequest], runs: Sequence[PolicyRun],
                *, pool_tokens: int | None, page_size: int, device: str | None, seed: int,
                baseline: bool, progress: ProgressFn) -> tuple[list[EngineRow], int]:
-    """Replay every run (and the no-cache baseline) through the engine; returns rows and pool."""
+    """Every run (the core's run_replays, one engine replay each) and the no-cache baseline."""
     pool = pool_tokens or default_pool_tokens(requests)
     pool = max(page_size, pool // page_size * page_size)
     total = len(runs) + int(baseline)
-    rows: list[EngineRow] = []
     common: dict[str, Any] = {"pool_tokens": pool, "page_size": page_size, "device": device,
                               "seed": seed}
-    for i, run in enumerate(runs):
-        progress(i, total)
-        resolved = resolve_config(workload, run.policy, run.config)
+
+    def engine_replay(_: Workload, run: PolicyRun, resolved: RunConfig,
+                      report: ProgressFn | None) -> EngineRow:
         res = run_engine_replay(requests, run.policy, resolved.config, **common)
-        rows.append(_row(run.name, run.policy, resolved.as_dict(), resolved.source, requests,
-                         res))
+        if report is not None:
+            report(1, 1)
+        return _row(run.name, run.policy, resolved.as_dict(), resolved.source, requests, res)
+
+    progress(0, total)
+    done = run_replays([(workload, r) for r in runs], engine_replay, sizes=[1] * len(runs),
+                       progress=lambda d, _t: progress(d, total))
+    rows = [r for r in done if isinstance(r, EngineRow)]
     if baseline:
-        progress(len(runs), total)
         res = run_engine_replay(requests, use_cache=False, **common)
         rows.append(_row("no-cache", "no-cache", None, "none", requests, res))
     progress(total, total)

@@ -1,7 +1,8 @@
 """Which policy to run, and one honest sentence saying why, with the numbers.
 
 The rule itself is the core's (:mod:`radix_evict.sim.winner`: highest hit rate,
-near-ties to a clearly lower p99 tail); this module explains its choice. When
+near-ties to a clearly lower p99 tail), applied there once; this module only
+explains the choice it is given. When
 lru, SGLang's default, wins, the sentence says so plainly: switching policies
 would not help.
 """
@@ -12,10 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from radix_evict.sim.winner import NEAR_TIE, Scored, checkpoint_only, choose_winner
+from radix_evict.policies.contract import DEFAULT_POLICY
+from radix_evict.sim.winner import NEAR_TIE, Scored, checkpoint_only, choose_winner, served
 from radix_evict.sim.winner import WINNER_RULE as RULE
-
-DEFAULT_POLICY = "lru"
 
 
 @dataclass(frozen=True)
@@ -56,17 +56,24 @@ def _checkpoint_note(passed: Sequence[Scored], winner: Scored) -> str:
             f"(see the replay's assumptions in docs/replay.md)")
 
 
-def recommend(results: Sequence[Scored]) -> Recommendation:
-    """Pick the winner and explain it in one sentence with hit rates and p99 uncached tokens."""
-    rec = _recommend(results)
+def recommend(results: Sequence[Scored], choice: tuple[Scored, bool] | None = None
+              ) -> Recommendation:
+    """Explain the winner in one sentence with hit rates and p99 uncached tokens.
+
+    ``choice`` is the core's (winner, tie-break) when the caller has it
+    (``MatrixResult.winners``); otherwise the core's rule is asked here. Results
+    that served no request are not compared (NothingServedError if none did).
+    """
+    results = [r for r in results if served(r)] or list(results)
+    rec = _recommend(results, choice or choose_winner(results))
     passed = [r for r in results if checkpoint_only(r)]
     winner = next(r for r in results if r.label == rec.policy)
     note = _checkpoint_note(passed, winner)
     return Recommendation(rec.policy, rec.reason + note, rec.tie_break) if note else rec
 
 
-def _recommend(results: Sequence[Scored]) -> Recommendation:
-    winner, tie_break = choose_winner(results)
+def _recommend(results: Sequence[Scored], choice: tuple[Scored, bool]) -> Recommendation:
+    winner, tie_break = choice
     results = [r for r in results if r is winner or not checkpoint_only(r)]
     others = [r for r in results if r is not winner]
     w = winner.label

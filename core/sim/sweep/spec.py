@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from radix_evict.inputs import CONFIG_BYTES, InputFileError, read_text
-from radix_evict.sim.replay import default_policies
+from radix_evict.sim.runs import default_policies
 from radix_evict.sim.sweep.grid import Grid, PolicyAxes
 from radix_evict.sim.sweep.sources import make_sources
 from radix_evict.sim.sweep.values import SweepValueError, parse_counts, parse_values
