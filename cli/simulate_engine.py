@@ -1,6 +1,6 @@
 """``simulate --model tiny``: the same question answered with real K/V and measured TTFT.
 
-The workload is shrunk to CPU size (``radix_evict.engine.workload.tiny_workload``;
+The workload is shrunk to CPU size (``radix_evict.sim.workloads.tiny.tiny_workload``;
 a trace: ``tiny_trace_requests``) and replayed through the tiny decoder once per
 policy, plus once without a cache as the baseline. Token figures come from the
 same replay, so a policy's hit rate and its TTFT can be read side by side.
@@ -17,10 +17,11 @@ import numpy as np
 from radix_evict.engine import EngineResult, requests_from_workload, run_engine_replay
 from radix_evict.engine.loop import EngineRequest
 from radix_evict.engine.model import TinyConfig
-from radix_evict.engine.workload import default_pool_tokens, tiny_trace_requests, tiny_workload
+from radix_evict.engine.workload import default_pool_tokens, tiny_trace_requests
 from radix_evict.sim.configs import RunConfig
 from radix_evict.sim.runs import PolicyRun, run_replays
 from radix_evict.sim.workloads import Workload
+from radix_evict.sim.workloads.tiny import tiny_workload
 
 from .output import ProgressFn
 
