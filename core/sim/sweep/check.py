@@ -128,7 +128,7 @@ def merge_notes(grid: Grid, cells: Sequence[Cell]) -> list[str]:
             rounded.setdefault(page_pool(p, page), []).append(p)
         for pool, sizes in rounded.items():
             if len(sizes) > 1 and pool is not None:
-                listed = ", ".join(f"{s:,}" for s in sizes)
-                notes.append(f"--pool-tokens {listed} are all {pool:,} tokens in whole pages of "
+                shown = ", ".join(f"{s:,}" for s in sizes)
+                notes.append(f"--pool-tokens {shown} are all {pool:,} tokens in whole pages of "
                              f"{page}: one cell each, not {len(sizes)}")
     return notes
