@@ -193,17 +193,18 @@ def _drive(workload: Workload, loop: _Loop, progress: ProgressFn | None) -> tupl
     """Every event of ``workload`` through ``loop``; returns (last event time, wall seconds)."""
     total = workload.num_requests
     step = max(1, total // PROGRESS_STEPS)
-    tally = loop.tally
+    tally, arrive, finish = loop.tally, loop.arrive, loop.finish
     now = 0.0
     wall0 = time.perf_counter()
     for now, kind, req in workload.events():
         if kind == "arrive":
-            loop.arrive(req, now)
-            done = tally.admitted + tally.failed
-            if progress is not None and done % step == 0:
-                progress(done, total)
+            arrive(req, now)
+            if progress is not None:
+                done = tally.admitted + tally.failed
+                if done % step == 0:
+                    progress(done, total)
         else:
-            loop.finish(req)
+            finish(req)
     wall = time.perf_counter() - wall0
     tally.flush(now)
     if progress is not None:
