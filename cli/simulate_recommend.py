@@ -14,8 +14,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from radix_evict.policies.contract import DEFAULT_POLICY
-from radix_evict.sim.winner import NEAR_TIE, Scored, checkpoint_only, choose_winner, served
+from radix_evict.sim.winner import (
+    NEAR_TIE,
+    NothingServedError,
+    Scored,
+    checkpoint_only,
+    choose_winner,
+    served,
+)
 from radix_evict.sim.winner import WINNER_RULE as RULE
+
+from . import output
+from .errors import EXIT_INVALID, CliError
 
 
 @dataclass(frozen=True)
@@ -116,3 +126,21 @@ def _recommend(results: Sequence[Scored], choice: tuple[Scored, bool]) -> Recomm
             reason += (f"; lru, SGLang's default, gets {_p(lru.hit_rate)} and p99 "
                        f"{_t(lru.p99_uncached)}")
     return Recommendation(w, reason, tie_break)
+
+
+NOTHING_SERVED = ("no replay served a request: every request found no room in the pool even "
+                  "after eviction, so there is nothing to compare and no policy to recommend; "
+                  "give a larger --pool-tokens")
+
+
+def recommend_served(results: Sequence[Any]) -> Recommendation:
+    """The core's winner, explained; a refusal (exit 1) when no replay served a request."""
+    try:
+        return recommend(results)
+    except NothingServedError:
+        raise CliError(NOTHING_SERVED, EXIT_INVALID) from None
+
+
+def print_recommendation(rec: Recommendation, prefix: str = "") -> None:
+    output.stdout().print(f"{prefix}Recommendation: run {rec.policy}: {rec.reason}.",
+                          markup=False, highlight=False)
