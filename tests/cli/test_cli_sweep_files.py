@@ -170,3 +170,9 @@ def test_two_sweeps_started_together_never_lose_a_finished_row(
 
     assert written and set(ResultFile(out).rows) >= written
     assert any(code == 0 for code, _, _ in done)
+
+
+@pytest.mark.skipif(not Path("/sys/kernel").is_dir(), reason="needs Linux sysfs")
+def test_an_unwritable_result_directory_fails_before_any_cell() -> None:
+    r = run(*TINY, "--out", "/sys/kernel/rows.jsonl")
+    assert_refused(r, 2, "/sys/kernel/rows.jsonl: cannot write there")

@@ -34,6 +34,11 @@ SUFFIXES = (".jsonl", ".csv", ".parquet")
 ROW_START = '{"cell": '  # how every JSON row this module writes begins
 
 
+def lock_name(path: Path) -> str:
+    """The lock file's name: ``NAME.lock`` beside the result file."""
+    return path.name + ".lock"
+
+
 class ResultFileError(RadixEvictError, ValueError):
     """A result file that cannot be read back or written: says which file and why."""
 
@@ -102,7 +107,7 @@ class ResultFile:
         self.torn = 0  # bytes of an unfinished last line, dropped when writing starts
         self._newline = False  # the last row lacks its newline: add one before appending
         if write:
-            self._lock = FileLock(path.with_name(path.name + ".lock"))
+            self._lock = FileLock(path.with_name(lock_name(path)))
             try:
                 self._lock.acquire()
             except LockHeld as held:
@@ -110,6 +115,11 @@ class ResultFile:
                 raise ResultFileError(
                     f"{path}: another sweep is writing this file ({held}); wait for it to "
                     "finish, or give this sweep another --out") from None
+            except OSError as exc:  # the directory cannot be written: say so before any cell
+                self._lock = None
+                raise ResultFileError(
+                    f"{path}: cannot write there (its lock file {lock_name(path)}: "
+                    f"{exc.strerror or exc})") from None
         try:
             if os.path.lexists(path):
                 for row in self._read():
