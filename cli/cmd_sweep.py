@@ -225,8 +225,8 @@ def sweep(
     wls = _workloads(plan)  # a missing or bad trace fails now, dry run or not
     executor = ray_executor(ray) if ray is not None and plan.todo and not dry_run \
         else local_executor(jobs)
-    kept = f"; {len(plan.kept)} already in {out}" if plan.kept else ""
-    output.note(f"sweep: {plan.size_text}{kept}; {len(plan.todo)} to run"
+    kept = f"; {len(plan.kept):,} already in {out}" if plan.kept else ""
+    output.note(f"sweep: {plan.size_text}{kept}; {len(plan.todo):,} to run"
                 + (f" on {_where(ray, jobs, len(plan.todo))}" if plan.todo and not dry_run
                    else ""))
     _notes(plan, out, dry_run)
