@@ -1,6 +1,6 @@
 """Engine replay with and without the radix cache: prefill work, wall time, TTFT.
 
-Replays the CPU-sized `chat` workload (``radix_evict.engine.tiny_workload``)
+Replays the CPU-sized `chat` workload (``radix_evict.sim.workloads.tiny.tiny_workload``)
 through the tiny decoder once per policy and once with the cache disabled,
 and prints one row each. A benchmark, not a test: the figures are for the
 record (timings vary with the machine), the token counts are deterministic.
@@ -17,8 +17,9 @@ from typing import Any
 from radix_evict import registry
 from radix_evict.engine import EngineResult, requests_from_workload, run_engine_replay
 from radix_evict.engine.model import TinyConfig
-from radix_evict.engine.workload import default_pool_tokens, tiny_workload
+from radix_evict.engine.workload import default_pool_tokens
 from radix_evict.sim.configs import resolve_config
+from radix_evict.sim.workloads.tiny import tiny_workload
 
 
 def _args() -> argparse.Namespace:

@@ -12,36 +12,60 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
 from radix_evict.sim.bound import Bound
-from radix_evict.sim.configs import describe_workload
 from radix_evict.sim.failures import RunFailure
-from radix_evict.sim.replay import PolicyRun, ReplayResult, policy_matrix, replay_policies
-from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload, workload_names
+from radix_evict.sim.results import ReplayResult
+from radix_evict.sim.runs import PolicyRun, policy_matrix, replay_policies
+from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload
 
 from . import output, simulate_failures
-from .errors import EXIT_USAGE, CliError, mark_json
+from .errors import EXIT_INVALID, EXIT_USAGE, CliError, mark_json
 from .options import parse_params
+from .preflight import check_output, check_params, check_plot, check_pool, check_workload_pools
 from .simulate_derived import derived_notes
-from .simulate_preflight import check_output, check_params, check_pool, check_workload_pools
-from .simulate_recommend import RULE, Recommendation, recommend
+from .simulate_options import (
+    BaselineOpt,
+    BlockSizeOpt,
+    ConfigOpt,
+    DeviceOpt,
+    JobsOpt,
+    JsonOpt,
+    ListOpt,
+    MetricsOpt,
+    ModelOpt,
+    OracleOpt,
+    PageOpt,
+    ParamOpt,
+    PlotOpt,
+    PolicyOpt,
+    PoolOpt,
+    ProgressOpt,
+    SeedOpt,
+    TraceFormatOpt,
+    TraceOpt,
+    WorkloadOpt,
+)
+from .simulate_recommend import (
+    NOTHING_SERVED,
+    RULE,
+    print_recommendation,
+    recommend,
+    recommend_served,
+)
 from .simulate_report import (
     TIERS_WORKLOAD,
     add_bound_json,
-    engine_table,
     hit_rate_pivot,
+    list_workloads_table,
     matrix_table,
     policy_table,
     tier_table,
 )
 from .simulate_setup import ALL, build_runs, build_trace, build_workloads, params_for, workload_list
-
-PLOT_SUFFIXES = (".png", ".svg", ".pdf")
-
-
 
 
 def _warn_failed(results: Sequence[ReplayResult]) -> None:
@@ -50,11 +74,6 @@ def _warn_failed(results: Sequence[ReplayResult]) -> None:
             output.note(f"warning: {r.workload} / {r.label}: {r.failed:,} of {r.requests:,} "
                         "requests found no room even after eviction (pool too small?); "
                         "their prompts count as uncached")
-
-
-def _print_recommendation(rec: Recommendation, prefix: str = "") -> None:
-    output.stdout().print(f"{prefix}Recommendation: run {rec.policy}: {rec.reason}.",
-                          markup=False, highlight=False)
 
 
 def _write_extras(plot: Path | None, metrics: Path | None, draw: Any,
@@ -103,8 +122,8 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
         bound = _bounds([wl], results, pool_tokens=pool_tokens, page_size=page_size,
                         progress=progress, jobs=jobs)[wl.name]
     wall = time.perf_counter() - t0
-    rec = recommend(results)
     _warn_failed(results)
+    rec = recommend_served(results)
 
     def draw() -> None:
         from .simulate_plot import plot_single
@@ -136,7 +155,7 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
                                bound))
         if wl.name == TIERS_WORKLOAD:
             out.print(tier_table(results, "hit rate per priority tier"))
-        _print_recommendation(rec)
+        print_recommendation(rec)
     output.note(f"wall time {wall:.2f} s for {len(results)} replays of "
                 f"{wl.num_requests:,} requests")
     simulate_failures.finish(failures, verbose)
@@ -162,10 +181,13 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
         bounds = _bounds(wls, m.results, pool_tokens=pool_tokens, page_size=page_size,
                          progress=progress, jobs=jobs)
     wall = time.perf_counter() - t0
-    names = [w.name for w in wls if w.name in m.winners]
-    recs = {w: recommend([r for r in m.results if r.workload == w]) for w in names}
-    winners = {w: rec.policy for w, rec in recs.items()}
     _warn_failed(m.results)
+    names = [w.name for w in wls if w.name in m.winners]  # the core named each winner
+    if not names:
+        raise CliError(NOTHING_SERVED, EXIT_INVALID)
+    recs = {w: recommend([r for r in m.results if r.workload == w],
+                         (m.cell(w, m.winners[w]), m.tie_breaks.get(w, False))) for w in names}
+    winners = dict(m.winners)
     tiers = [r for r in m.results if r.workload == TIERS_WORKLOAD]
 
     def draw() -> None:
@@ -195,110 +217,9 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
         if tiers:
             out.print(tier_table(tiers, f"{TIERS_WORKLOAD}: hit rate per priority tier"))
         for w, rec in recs.items():
-            _print_recommendation(rec, prefix=f"{w}: ")
+            print_recommendation(rec, prefix=f"{w}: ")
     output.note(f"wall time {wall:.2f} s for {len(m.results)} replays")
     simulate_failures.finish(failures, verbose)
-
-
-def _run_engine(setup: tuple[Workload, list[Any]], runs: list[PolicyRun], *,
-                pool_tokens: int | None, page_size: int, seed: int, device: str,
-                baseline: bool, json_out: bool, progress: bool) -> None:
-    """--model tiny: real K/V through the tiny decoder, measured TTFT per policy."""
-    from .simulate_engine import run_engine
-
-    if _device_name(device) == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise CliError("--device cuda: no CUDA device is available (use --device cpu)",
-                           EXIT_USAGE)
-    wl, requests = setup
-    if not requests:
-        raise CliError(f"{wl.name}: no request left to replay after shrinking", EXIT_USAGE)
-    dev = None if device == "auto" else device
-    output.note(f"model tiny on {_device_name(device)}: workload {wl.name} shrunk to "
-                f"{len(requests)} requests")
-    derived_notes([wl], runs)
-    t0 = time.perf_counter()
-    with output.progress_bar("engine replays", enabled=progress, delay_s=0.0) as prog:
-        rows, pool = run_engine(wl, requests, runs, pool_tokens=pool_tokens,
-                                page_size=page_size, device=dev, seed=seed, baseline=baseline,
-                                progress=prog)
-    wall = time.perf_counter() - t0
-    cached = [r for r in rows if r.policy != "no-cache"]
-    rec = recommend(cached)
-    if json_out:
-        output.emit_json({
-            "mode": "engine", "model": "tiny", "device": rows[0].result.device if rows else dev,
-            "workload": describe_workload(wl), "requests": len(requests), "pool_tokens": pool,
-            "page_size": page_size, "seed": seed, "rows": [r.to_dict() for r in rows],
-            "recommendation": rec.to_dict(), "wall_s": wall,
-        })
-    else:
-        dicts = [{**r.result.to_dict(), **r.to_dict()} for r in rows]
-        title = (f"{wl.name} through the tiny decoder on {rows[0].result.device}: "
-                 f"pool {pool:,} tokens")
-        output.stdout().print(engine_table(dicts, rec.policy, title))
-        _print_recommendation(rec)
-    output.note(f"wall time {wall:.2f} s for {len(rows)} engine replays")
-
-
-PolicyOpt = Annotated[list[str] | None, typer.Option(
-    "--policy", "-p",
-    help="Policy to replay (repeatable): one of {choices}. Default: the five public ones.")]
-ConfigOpt = Annotated[list[str] | None, typer.Option(
-    "--config", "-c",
-    help="Policy config (repeatable): JSON for the --policy in the same position, or NAME=JSON, "
-         "or @FILE. tlru without one gets a config derived from the workload.")]
-WorkloadOpt = Annotated[str | None, typer.Option(
-    "--workload", "-w",
-    help=f"Built-in workload, 'A,B' or 'all' for a policy x workload matrix "
-         f"(default {DEFAULT_WORKLOAD}; see --list-workloads).")]
-ParamOpt = Annotated[list[str] | None, typer.Option(
-    "--param", "-P",
-    help="Workload parameter KEY=VALUE or WORKLOAD.KEY=VALUE (repeatable), e.g. convs=50.")]
-TraceOpt = Annotated[Path | None, typer.Option(
-    "--trace",
-    help="JSONL trace: Mooncake (512-token blocks), Alibaba Bailian/Qwen (16-token blocks, "
-         "linked turns) or ServeGen offline, detected from the first record (see "
-         "--trace-format); default pool 4,000,000 tokens.")]
-TraceFormatOpt = Annotated[str, typer.Option(
-    "--trace-format",
-    help="With --trace: 'auto' (detect from the first record) or an installed format: "
-         "mooncake, bailian, servegen, or one a package adds (entry points "
-         "radix_evict.trace_formats).")]
-BlockSizeOpt = Annotated[int | None, typer.Option(
-    "--block-size", min=1,
-    help="With --trace: tokens per hash_id block (default: the format's; ServeGen needs it).")]
-PoolOpt = Annotated[int | None, typer.Option(
-    "--pool-tokens", min=1, help="KV pool size in tokens (default: the workload's).")]
-PageOpt = Annotated[int, typer.Option("--page-size", min=1, help="Tokens per KV page.")]
-SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Workload (and model) seed.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
-PlotOpt = Annotated[Path | None, typer.Option(
-    "--plot",
-    help="Write a PNG: hit rate and tail uncached tokens per policy, and hit rate over time.")]
-MetricsOpt = Annotated[Path | None, typer.Option(
-    "--enable-metrics", help="Write the cache counters in Prometheus text format.")]
-ModelOpt = Annotated[str | None, typer.Option(
-    "--model", help="Replay through a real decoder with K/V in the pool: 'tiny'.")]
-DeviceOpt = Annotated[str, typer.Option("--device", help="With --model: auto, cpu or cuda.")]
-BaselineOpt = Annotated[bool, typer.Option(
-    "--baseline/--no-baseline", help="With --model: also run without a cache.")]
-ProgressOpt = Annotated[bool, typer.Option(
-    "--progress/--no-progress", help="Progress bar on a terminal for runs over a second.")]
-ListOpt = Annotated[bool, typer.Option(
-    "--list-workloads", help="List the built-in workloads and their parameters.")]
-OracleOpt = Annotated[bool, typer.Option(
-    "--oracle",
-    help="Also replay the offline bound (Belady: evict the leaf used again farthest in the "
-         "future) and the infinite-pool ceiling; adds an 'oracle' row and each policy's share "
-         "of the lru-to-oracle gap. A reference, not a policy you can run.")]
-JobsOpt = Annotated[int | None, typer.Option(
-    "--jobs", "-j", min=1,
-    help="Worker processes for the replays (default: planned from the cores; more processes "
-         "than cores when that finishes sooner, e.g. 3 for 5 replays on 2 cores). "
-         "The figures do not depend on it.")]
 
 
 def simulate(
@@ -333,18 +254,14 @@ def simulate(
     mark_json(ctx.obj, json_out)
     policy, config = policy or [], config or []
     if list_workloads:
-        _list_workloads(json_out)
+        list_workloads_table(json_out)
         return
     if trace is not None and workload is not None:
         raise CliError("give --trace or --workload, not both", EXIT_USAGE)
     if device not in ("auto", "cpu", "cuda"):
         raise CliError(f"--device {device!r}: use auto, cpu or cuda", EXIT_USAGE)
-    check_output(plot, "--plot", PLOT_SUFFIXES)
+    check_plot(plot)
     check_output(metrics, "--enable-metrics")
-    if plot is not None:
-        from .simulate_plot import pyplot
-
-        pyplot()  # matplotlib missing: say so now, not after the replay
     if trace is None and (trace_format != "auto" or block_size is not None):
         raise CliError("--trace-format and --block-size go with --trace", EXIT_USAGE)
     params = parse_params(param or [])
@@ -363,12 +280,12 @@ def simulate(
             raise CliError("--plot, --enable-metrics and --oracle are for token replays, "
                            "not --model", EXIT_USAGE)
         runs = build_runs(policy, config)
-        from .simulate_engine import tiny_setup, tiny_trace_setup
+        from .simulate_engine import run_engine_mode, tiny_setup, tiny_trace_setup
 
         setup = (tiny_trace_setup(build_trace(trace, params, trace_format, block_size))
                  if trace is not None else
                  tiny_setup(name, seed, params_for(name, params, all_mode=False)))
-        _run_engine(setup, runs,
+        run_engine_mode(setup, runs,
                     pool_tokens=pool_tokens, page_size=page_size, seed=seed, device=device,
                     baseline=baseline, json_out=json_out, progress=progress)
         return
@@ -388,32 +305,3 @@ def simulate(
         _run_single(wls[0], runs, **common)
     else:
         _run_matrix(wls, runs, **common)
-
-
-def _list_workloads(json_out: bool) -> None:
-    """The built-in workloads with their summaries and parameters."""
-    from radix_evict.sim.workloads import WORKLOADS
-
-    specs = [WORKLOADS[n].describe() for n in workload_names()]
-    if json_out:
-        output.emit_json({"workloads": specs})
-        return
-    from rich.table import Table
-
-    t = Table(title="workloads (simulate --workload NAME --param KEY=VALUE)",
-              title_justify="left")
-    for col in ("workload", "summary", "parameters (default)"):
-        t.add_column(col, overflow="fold")
-    for s in specs:
-        ps = ", ".join(f"{p['name']}={p['default']}" for p in s["params"])
-        t.add_row(s["name"], s["summary"], ps)
-    output.stdout().print(t)
-
-
-def _device_name(device: str) -> str:
-    """What ``auto`` resolves to: cuda when a GPU is visible, else cpu."""
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"

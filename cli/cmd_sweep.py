@@ -30,6 +30,9 @@ from radix_evict.sim.sweep import (
     read_grid_file,
     run_sweep,
 )
+from radix_evict.sim.sweep.grid import Grid
+from radix_evict.sim.sweep.run import MAX_CELLS, SweepSizeError
+from radix_evict.sim.sweep.sources import WorkloadKey, build_workloads
 from radix_evict.sim.sweep.store import ResultFileError
 from radix_evict.sim.sweep.summary import (
     best_configs,
@@ -38,29 +41,62 @@ from radix_evict.sim.sweep.summary import (
     summary_dict,
     workload_label,
 )
+from radix_evict.sim.workloads import Workload
 
 from . import output
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError, mark_json
 from .options import problems_code
-from .plotting import PLOT_SUFFIXES
+from .preflight import check_plot, check_pool, check_workload_pools
 from .sweep_grid import parts_from_options
 from .sweep_report import best_table, curve_table, rows_table
 
 EXIT_CELLS_FAILED = 3  # the sweep ran, but some cells failed (their rows say why)
 
 
-def _plan(parts: GridParts, grid_file: Path | None, out: Path | None) -> SweepPlan:
+def _plan(parts: GridParts, grid_file: Path | None, out: Path | None, *, dry_run: bool,
+          max_cells: int) -> SweepPlan:
     """The checked grid; bad cells and bad axis values become CLI errors before anything runs."""
     try:
         if grid_file is not None:
             parts = parts.over(read_grid_file(grid_file))
-        return plan_sweep(make_grid(parts), out)
+        grid = make_grid(parts)
+        check_pools(grid)
+        return plan_sweep(grid, out, write=not dry_run, max_cells=max_cells)
     except SweepGridError as exc:
         problems = exc.problems
         raise CliError(str(exc), problems_code(problems) if problems else 1,
                        [p.to_dict() for p in problems]) from None
-    except (SweepValueError, ResultFileError) as exc:
+    except (SweepValueError, SweepSizeError, ResultFileError) as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
+
+
+def check_pools(grid: Grid) -> None:
+    """simulate's preflight for every pool size: each must fit in this machine's memory."""
+    for pool in grid.pool_tokens:
+        check_pool(pool, 1)
+
+
+def _workloads(plan: SweepPlan) -> dict[WorkloadKey, Workload]:
+    """Every workload the cells to run replay, built (traces read) before any cell runs;
+    each default pool must hold a page of the grid's page sizes (simulate's preflight)."""
+    cells = plan.todo if plan.todo else plan.cells
+    wls = build_workloads(cells)
+    if None in plan.grid.pool_tokens:
+        for page in plan.grid.page_sizes:
+            check_workload_pools(wls.values(), None, page)
+    return wls
+
+
+def _notes(plan: SweepPlan, out: Path | None, dry_run: bool) -> None:
+    """Say what the plan merged, and what a real run will repair in the result file."""
+    for note in plan.notes:
+        output.note(f"note: {note}")
+    torn = plan.results.torn if plan.results is not None else 0
+    if torn:
+        output.note(f"note: {out}: its last line is unfinished ({torn:,} bytes: a sweep "
+                    "stopped while writing a row); "
+                    + ("a real run drops it; this dry run changed nothing" if dry_run
+                       else "dropping it before adding rows"))
 
 
 def _where(ray: str | None, jobs: int | None, todo: int) -> str:
@@ -90,6 +126,17 @@ def _report(plan: SweepPlan, outcome: SweepOutcome, wall: float, *, json_out: bo
         for workload in dict.fromkeys(workload_label(r) for r in rows):
             if any(c.workload == workload and len(c.points) > 1 for c in cs):
                 con.print(curve_table(cs, workload, tops.get(workload)))
+
+
+def _list_cells(plan: SweepPlan, json_out: bool) -> None:
+    """--dry-run: every cell, marked when the result file has it (linear in cells)."""
+    todo = plan.todo_keys
+    if json_out:
+        output.emit_json({"cells": [{"cell": c.key, "todo": c.key in todo} for c in plan.cells]})
+        return
+    lines = [f"{i:>4}  {c.describe()}{'' if c.key in todo else '  (done)'}"
+             for i, c in enumerate(plan.cells, 1)]
+    output.stdout().print("\n".join(lines), markup=False, highlight=False)
 
 
 GridFileOpt = Annotated[Path | None, typer.Option(
@@ -133,7 +180,10 @@ OracleOpt = Annotated[bool, typer.Option(
     "--oracle", help="Also replay Belady's offline oracle at every pool size and the "
                      "infinite-pool ceiling: reference lines for the curves, not policies.")]
 DryOpt = Annotated[bool, typer.Option(
-    "--dry-run", help="Check the grid and list its cells; replay nothing.")]
+    "--dry-run", help="Check the grid and list its cells; replay nothing, change no file.")]
+MaxCellsOpt = Annotated[int, typer.Option(
+    "--max-cells", min=1, help=f"Refuse a grid of more cells than this (default "
+                               f"{MAX_CELLS:,}); raise it for a larger sweep.")]
 ProgressOpt = Annotated[bool, typer.Option(
     "--progress/--no-progress", help="Progress bar on a terminal.")]
 
@@ -157,6 +207,7 @@ def sweep(
     oracle: OracleOpt = False,
     dry_run: DryOpt = False,
     progress: ProgressOpt = True,
+    max_cells: MaxCellsOpt = MAX_CELLS,
 ) -> None:
     """Sweep a grid of policy x config x pool size x workload x seed; one row per cell.
 
@@ -165,29 +216,22 @@ def sweep(
     by Ctrl-C (finished cells are kept in --out; rerun to resume).
     """
     mark_json(ctx.obj, json_out)
-    if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
-        raise CliError(f"--plot {plot}: use a file name ending in {', '.join(PLOT_SUFFIXES)}",
-                       EXIT_USAGE)
+    check_plot(plot)
     parts = parts_from_options(
         policies=policy or [], vary=vary or [], pool_tokens=pool_tokens or [],
         page_sizes=page_size or [], workloads=workload or [], traces=trace or [],
         params=param or [], seeds=seeds or [], oracle=oracle)
-    plan = _plan(parts, grid_file, out)
+    plan = _plan(parts, grid_file, out, dry_run=dry_run, max_cells=max_cells)
+    wls = _workloads(plan)  # a missing or bad trace fails now, dry run or not
     executor = ray_executor(ray) if ray is not None and plan.todo and not dry_run \
         else local_executor(jobs)
-    kept = f"; {len(plan.kept)} already in {out}" if plan.kept else ""
-    output.note(f"sweep: {plan.size_text}{kept}; {len(plan.todo)} to run"
+    kept = f"; {len(plan.kept):,} already in {out}" if plan.kept else ""
+    output.note(f"sweep: {plan.size_text}{kept}; {len(plan.todo):,} to run"
                 + (f" on {_where(ray, jobs, len(plan.todo))}" if plan.todo and not dry_run
                    else ""))
+    _notes(plan, out, dry_run)
     if dry_run:
-        if json_out:
-            output.emit_json({"cells": [{"cell": c.key, "todo": c in plan.todo}
-                                        for c in plan.cells]})
-        else:
-            for i, c in enumerate(plan.cells, 1):
-                done = "" if c in plan.todo else "  (done)"
-                output.stdout().print(f"{i:>4}  {c.describe()}{done}", markup=False,
-                                      highlight=False)
+        _list_cells(plan, json_out)
         return
 
     def on_row(row: dict[str, Any]) -> None:
@@ -197,7 +241,7 @@ def sweep(
 
     t0 = time.perf_counter()
     with output.progress_bar("sweep", enabled=progress) as bar:
-        outcome = run_sweep(plan, executor, progress=bar, on_row=on_row)
+        outcome = run_sweep(plan, executor, progress=bar, on_row=on_row, workloads=wls)
     wall = time.perf_counter() - t0
     _report(plan, outcome, wall, json_out=json_out, out=out)
     if plot is not None and outcome.rows:

@@ -95,14 +95,21 @@ def report(exc: BaseException, state: CliState | None) -> int:
     code, message, problems = classify(exc)
     verbose = bool(state and state.verbose)
     if verbose:
-        output.stderr().print("".join(traceback.format_exception(exc)), markup=False,
-                              highlight=False)
+        output.stderr().print(_traceback(exc), markup=False, highlight=False)
     output.error(message)
     if not verbose and not isinstance(exc, QUIET_TYPES):
         output.note("(run with -v to see the traceback)")
     if state is not None and state.json:
         emit_error_json(code, message, problems)
     return code
+
+
+def _traceback(exc: BaseException) -> str:
+    """The traceback, its last line naming only the type: the ``error:`` line that follows
+    says the message (printing it twice was the verbose output's one line too many)."""
+    lines = traceback.format_exception(exc)
+    lines[-1] = f"{type(exc).__module__}.{type(exc).__qualname__} (the error below)\n"
+    return "".join(lines).rstrip("\n")
 
 
 def emit_error_json(code: int, message: str, problems: Sequence[dict[str, Any]] = ()) -> None:

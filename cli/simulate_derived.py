@@ -14,7 +14,7 @@ from typing import Any
 
 from radix_evict.policies.derive import DerivedConfig
 from radix_evict.sim.configs import derive, derivers
-from radix_evict.sim.replay import PolicyRun
+from radix_evict.sim.runs import PolicyRun
 from radix_evict.sim.workloads import Workload
 
 from . import output

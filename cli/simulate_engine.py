@@ -1,6 +1,6 @@
 """``simulate --model tiny``: the same question answered with real K/V and measured TTFT.
 
-The workload is shrunk to CPU size (``radix_evict.engine.workload.tiny_workload``;
+The workload is shrunk to CPU size (``radix_evict.sim.workloads.tiny.tiny_workload``;
 a trace: ``tiny_trace_requests``) and replayed through the tiny decoder once per
 policy, plus once without a cache as the baseline. Token figures come from the
 same replay, so a policy's hit rate and its TTFT can be read side by side.
@@ -8,6 +8,7 @@ same replay, so a policy's hit rate and its TTFT can be read side by side.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,12 +18,18 @@ import numpy as np
 from radix_evict.engine import EngineResult, requests_from_workload, run_engine_replay
 from radix_evict.engine.loop import EngineRequest
 from radix_evict.engine.model import TinyConfig
-from radix_evict.engine.workload import default_pool_tokens, tiny_trace_requests, tiny_workload
-from radix_evict.sim.configs import resolve_config
-from radix_evict.sim.replay import PolicyRun
+from radix_evict.engine.workload import default_pool_tokens, tiny_trace_requests
+from radix_evict.sim.configs import RunConfig, describe_workload
+from radix_evict.sim.runs import PolicyRun, run_replays
 from radix_evict.sim.workloads import Workload
+from radix_evict.sim.workloads.tiny import tiny_workload
 
+from . import output
+from .errors import EXIT_USAGE, CliError
 from .output import ProgressFn
+from .simulate_derived import derived_notes
+from .simulate_recommend import print_recommendation, recommend_served
+from .simulate_report import engine_table
 
 MODELS = ("tiny",)
 
@@ -40,6 +47,11 @@ class EngineRow:
     p90_uncached: float
     p99_uncached: float
     result: EngineResult
+
+    @property
+    def completed(self) -> int:
+        """Requests served (the core's winner rule skips a replay that served none)."""
+        return self.result.completed
 
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "policy_config": self.config,
@@ -74,22 +86,81 @@ def tiny_trace_setup(trace: Workload) -> tuple[Workload, list[EngineRequest]]:
 def run_engine(workload: Workload, requests: Sequence[EngineRequest], runs: Sequence[PolicyRun],
                *, pool_tokens: int | None, page_size: int, device: str | None, seed: int,
                baseline: bool, progress: ProgressFn) -> tuple[list[EngineRow], int]:
-    """Replay every run (and the no-cache baseline) through the engine; returns rows and pool."""
+    """Every run (the core's run_replays, one engine replay each) and the no-cache baseline."""
     pool = pool_tokens or default_pool_tokens(requests)
     pool = max(page_size, pool // page_size * page_size)
     total = len(runs) + int(baseline)
-    rows: list[EngineRow] = []
     common: dict[str, Any] = {"pool_tokens": pool, "page_size": page_size, "device": device,
                               "seed": seed}
-    for i, run in enumerate(runs):
-        progress(i, total)
-        resolved = resolve_config(workload, run.policy, run.config)
+
+    def engine_replay(_: Workload, run: PolicyRun, resolved: RunConfig,
+                      report: ProgressFn | None) -> EngineRow:
         res = run_engine_replay(requests, run.policy, resolved.config, **common)
-        rows.append(_row(run.name, run.policy, resolved.as_dict(), resolved.source, requests,
-                         res))
+        if report is not None:
+            report(1, 1)
+        return _row(run.name, run.policy, resolved.as_dict(), resolved.source, requests, res)
+
+    progress(0, total)
+    done = run_replays([(workload, r) for r in runs], engine_replay, sizes=[1] * len(runs),
+                       progress=lambda d, _t: progress(d, total))
+    rows = [r for r in done if isinstance(r, EngineRow)]
     if baseline:
-        progress(len(runs), total)
         res = run_engine_replay(requests, use_cache=False, **common)
         rows.append(_row("no-cache", "no-cache", None, "none", requests, res))
     progress(total, total)
     return rows, pool
+
+
+def run_engine_mode(setup: tuple[Workload, list[Any]], runs: list[PolicyRun], *,
+                pool_tokens: int | None, page_size: int, seed: int, device: str,
+                baseline: bool, json_out: bool, progress: bool) -> None:
+    """--model tiny: real K/V through the tiny decoder, measured TTFT per policy."""
+    if _device_name(device) == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise CliError("--device cuda: no CUDA device is available (use --device cpu)",
+                           EXIT_USAGE)
+    wl, requests = setup
+    if not requests:
+        raise CliError(f"{wl.name}: no request left to replay after shrinking", EXIT_USAGE)
+    dev = None if device == "auto" else device
+    output.note(f"model tiny on {_device_name(device)}: workload {wl.name} shrunk to "
+                f"{len(requests)} requests")
+    derived_notes([wl], runs)
+    t0 = time.perf_counter()
+    with output.progress_bar("engine replays", enabled=progress, delay_s=0.0) as prog:
+        rows, pool = run_engine(wl, requests, runs, pool_tokens=pool_tokens,
+                                page_size=page_size, device=dev, seed=seed, baseline=baseline,
+                                progress=prog)
+    wall = time.perf_counter() - t0
+    cached = [r for r in rows if r.policy != "no-cache"]
+    for r in rows:
+        if r.result.dropped:
+            output.note(f"warning: {wl.name} / {r.label}: {r.result.dropped:,} of "
+                        f"{r.result.requests:,} requests found no room even after eviction "
+                        "(pool too small?); they were dropped, not served")
+    rec = recommend_served(cached)
+    if json_out:
+        output.emit_json({
+            "mode": "engine", "model": "tiny", "device": rows[0].result.device if rows else dev,
+            "workload": describe_workload(wl), "requests": len(requests), "pool_tokens": pool,
+            "page_size": page_size, "seed": seed, "rows": [r.to_dict() for r in rows],
+            "recommendation": rec.to_dict(), "wall_s": wall,
+        })
+    else:
+        dicts = [{**r.result.to_dict(), **r.to_dict()} for r in rows]
+        title = (f"{wl.name} through the tiny decoder on {rows[0].result.device}: "
+                 f"pool {pool:,} tokens")
+        output.stdout().print(engine_table(dicts, rec.policy, title))
+        print_recommendation(rec)
+    output.note(f"wall time {wall:.2f} s for {len(rows)} engine replays")
+
+
+def _device_name(device: str) -> str:
+    """What ``auto`` resolves to: cuda when a GPU is visible, else cpu."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

@@ -1,7 +1,7 @@
 """``--plot FILE.png``: hit rate and tail uncached tokens per policy, and hit rate over time.
 
-matplotlib is an optional dependency (``radix-evict[plot]``); it is imported
-only here, with the non-interactive Agg backend, so the CLI works headless.
+matplotlib is an optional dependency (``radix-evict[plot]``), imported late
+and headless by :func:`radix_evict.cli.plotting.pyplot`.
 """
 
 from __future__ import annotations
@@ -13,20 +13,7 @@ from typing import Any
 from radix_evict.sim.bound import Bound
 from radix_evict.sim.replay import ReplayResult
 
-from .errors import EXIT_USAGE, CliError
-
-
-def pyplot() -> Any:
-    """pyplot on the Agg backend, or a clear environment error when matplotlib is missing."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise CliError("--plot needs matplotlib: pip install 'radix-evict[plot]'",
-                       EXIT_USAGE) from None
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
+from .plotting import pyplot
 
 
 def _grouped_bars(ax: Any, groups: Sequence[str], series: Mapping[str, Sequence[float]],

@@ -1,7 +1,8 @@
 """Which policy to run, and one honest sentence saying why, with the numbers.
 
 The rule itself is the core's (:mod:`radix_evict.sim.winner`: highest hit rate,
-near-ties to a clearly lower p99 tail); this module explains its choice. When
+near-ties to a clearly lower p99 tail), applied there once; this module only
+explains the choice it is given. When
 lru, SGLang's default, wins, the sentence says so plainly: switching policies
 would not help.
 """
@@ -12,10 +13,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from radix_evict.sim.winner import NEAR_TIE, Scored, checkpoint_only, choose_winner
+from radix_evict.policies.contract import DEFAULT_POLICY
+from radix_evict.sim.winner import (
+    NEAR_TIE,
+    NothingServedError,
+    Scored,
+    checkpoint_only,
+    choose_winner,
+    served,
+)
 from radix_evict.sim.winner import WINNER_RULE as RULE
 
-DEFAULT_POLICY = "lru"
+from . import output
+from .errors import EXIT_INVALID, CliError
 
 
 @dataclass(frozen=True)
@@ -56,17 +66,24 @@ def _checkpoint_note(passed: Sequence[Scored], winner: Scored) -> str:
             f"(see the replay's assumptions in docs/replay.md)")
 
 
-def recommend(results: Sequence[Scored]) -> Recommendation:
-    """Pick the winner and explain it in one sentence with hit rates and p99 uncached tokens."""
-    rec = _recommend(results)
+def recommend(results: Sequence[Scored], choice: tuple[Scored, bool] | None = None
+              ) -> Recommendation:
+    """Explain the winner in one sentence with hit rates and p99 uncached tokens.
+
+    ``choice`` is the core's (winner, tie-break) when the caller has it
+    (``MatrixResult.winners``); otherwise the core's rule is asked here. Results
+    that served no request are not compared (NothingServedError if none did).
+    """
+    results = [r for r in results if served(r)] or list(results)
+    rec = _recommend(results, choice or choose_winner(results))
     passed = [r for r in results if checkpoint_only(r)]
     winner = next(r for r in results if r.label == rec.policy)
     note = _checkpoint_note(passed, winner)
     return Recommendation(rec.policy, rec.reason + note, rec.tie_break) if note else rec
 
 
-def _recommend(results: Sequence[Scored]) -> Recommendation:
-    winner, tie_break = choose_winner(results)
+def _recommend(results: Sequence[Scored], choice: tuple[Scored, bool]) -> Recommendation:
+    winner, tie_break = choice
     results = [r for r in results if r is winner or not checkpoint_only(r)]
     others = [r for r in results if r is not winner]
     w = winner.label
@@ -109,3 +126,21 @@ def _recommend(results: Sequence[Scored]) -> Recommendation:
             reason += (f"; lru, SGLang's default, gets {_p(lru.hit_rate)} and p99 "
                        f"{_t(lru.p99_uncached)}")
     return Recommendation(w, reason, tie_break)
+
+
+NOTHING_SERVED = ("no replay served a request: every request found no room in the pool even "
+                  "after eviction, so there is nothing to compare and no policy to recommend; "
+                  "give a larger --pool-tokens")
+
+
+def recommend_served(results: Sequence[Any]) -> Recommendation:
+    """The core's winner, explained; a refusal (exit 1) when no replay served a request."""
+    try:
+        return recommend(results)
+    except NothingServedError:
+        raise CliError(NOTHING_SERVED, EXIT_INVALID) from None
+
+
+def print_recommendation(rec: Recommendation, prefix: str = "") -> None:
+    output.stdout().print(f"{prefix}Recommendation: run {rec.policy}: {rec.reason}.",
+                          markup=False, highlight=False)

@@ -9,8 +9,10 @@ from rich.table import Table
 
 from radix_evict.sim.bound import Bound
 from radix_evict.sim.configs import DERIVED
-from radix_evict.sim.replay import ReplayResult
+from radix_evict.sim.results import ReplayResult
+from radix_evict.sim.workloads import workload_names
 
+from . import output
 from .output import num, pct
 
 TIERS_WORKLOAD = "priority-tiers"
@@ -159,3 +161,23 @@ def engine_table(rows: Sequence[dict[str, Any]], winner: str | None, title: str)
                   f"{r['ttft_ms_p99']:.1f}", f"{r['wall_seconds']:.2f}")
     t.caption = "* recommended (token rule); TTFT from admission to first token, measured"
     return t
+
+
+def list_workloads_table(json_out: bool) -> None:
+    """The built-in workloads with their summaries and parameters."""
+    from radix_evict.sim.workloads import WORKLOADS
+
+    specs = [WORKLOADS[n].describe() for n in workload_names()]
+    if json_out:
+        output.emit_json({"workloads": specs})
+        return
+    from rich.table import Table
+
+    t = Table(title="workloads (simulate --workload NAME --param KEY=VALUE)",
+              title_justify="left")
+    for col in ("workload", "summary", "parameters (default)"):
+        t.add_column(col, overflow="fold")
+    for s in specs:
+        ps = ", ".join(f"{p['name']}={p['default']}" for p in s["params"])
+        t.add_row(s["name"], s["summary"], ps)
+    output.stdout().print(t)

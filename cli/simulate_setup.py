@@ -14,9 +14,8 @@ from typing import Any
 
 from radix_evict import registry
 from radix_evict.errors import ConfigProblem, PolicyConfigError
-from radix_evict.policies.config import validate_config
 from radix_evict.policies.contract import PolicyConfig
-from radix_evict.sim.replay import PolicyRun, as_runs, default_policies
+from radix_evict.sim.runs import PolicyRun, as_runs, default_policies
 from radix_evict.sim.workloads import (
     WORKLOADS,
     TraceParams,
@@ -87,11 +86,12 @@ def build_runs(policies: Sequence[str], configs: Sequence[str]) -> list[PolicyRu
             continue
         cfg: PolicyConfig | None = None
         if text is not None or spec.derive_config is None:
-            value, found = validate_config(name, spec.config_model, text)
-            if found:
-                problems.setdefault(name, []).extend(found)
-            elif text is not None:
-                cfg = value
+            try:
+                value = registry.parse_config(name, text)
+            except PolicyConfigError as exc:
+                problems.setdefault(name, []).extend(exc.problems)
+            else:
+                cfg = value if text is not None else None
         runs.append(PolicyRun(name, cfg))
     if problems:
         flat = [p for ps in problems.values() for p in ps]

@@ -28,6 +28,7 @@ from torch import Tensor
 
 from radix_evict.engine.model import TinyConfig, TinyDecoder
 from radix_evict.engine.result import EngineResult
+from radix_evict.policies.contract import DEFAULT_POLICY
 
 if TYPE_CHECKING:
     from radix_evict.cache.pool import KVPool
@@ -251,8 +252,9 @@ def _default_device() -> torch.device:
 
 
 def build_engine(
-    policy: str = "lru", config: Any = None, *, pool_tokens: int = 4096, page_size: int = 1,
-    device: str | torch.device | None = None, use_cache: bool = True, seed: int = 0,
+    policy: str = DEFAULT_POLICY, config: Any = None, *, pool_tokens: int = 4096,
+    page_size: int = 1, device: str | torch.device | None = None, use_cache: bool = True,
+    seed: int = 0,
     model_config: TinyConfig | None = None, dtype: torch.dtype = torch.float32,
     max_running: int = 4, record_logits: bool = False, split_prompt: bool = True,
     pool_factory: Callable[..., KVPool] | None = None,
@@ -277,7 +279,7 @@ def build_engine(
 
 
 def run_engine_replay(
-    requests: Sequence[EngineRequest], policy: str = "lru", config: Any = None, *,
+    requests: Sequence[EngineRequest], policy: str = DEFAULT_POLICY, config: Any = None, *,
     pool_tokens: int = 4096, page_size: int = 1, device: str | torch.device | None = None,
     use_cache: bool = True, seed: int = 0, model_config: TinyConfig | None = None,
     dtype: torch.dtype = torch.float32, max_running: int = 4, record_logits: bool = False,

@@ -1,5 +1,8 @@
-"""Request lists for the engine: a small built-in chat mix and a workload adapter.
+"""Request lists for the engine: a small built-in chat mix and adapters from token workloads.
 
+The engine takes requests; it does not choose a workload (the simulator
+does: ``radix_evict.sim.workloads.tiny``), and it imports nothing of the
+simulator. The adapters read any object with the request fields they name.
 The built-in mix is sized for a CPU replay of seconds: shared system prompts,
 multi-turn conversations whose later turns quote earlier outputs, turns of
 different conversations interleaved so a small pool has to evict.
@@ -85,24 +88,6 @@ def requests_from_workload(
             session=None if session is None else int(session),
         ))
     return converted
-
-
-# The `chat` workload shrunk to a CPU replay of seconds (its defaults hold
-# thousands of requests of thousands of tokens each).
-TINY_PARAMS: dict[str, dict[str, Any]] = {
-    "chat": {
-        "convs": 10, "max_turns": 3, "num_sys": 3, "sys_min": 64, "sys_max": 256,
-        "user_median": 32.0, "out_median": 4.0, "tool_loop_prob": 0.1,
-        "tool_result_median": 40.0,
-    },
-}
-
-
-def tiny_workload(name: str = "chat", seed: int = 0, **params: Any) -> Any:
-    """A named ``radix_evict.sim.workloads`` workload, shrunk by ``TINY_PARAMS`` where known."""
-    from radix_evict.sim.workloads import get_workload
-
-    return get_workload(name, seed=seed, **{**TINY_PARAMS.get(name, {}), **params})
 
 
 def default_pool_tokens(requests: Sequence[EngineRequest]) -> int:

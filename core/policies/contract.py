@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from radix_evict.cache.tree import TreeNode
 
 Score = float | int | tuple[Any, ...]
+DEFAULT_POLICY = "lru"
 
 
 class PolicyConfig(BaseModel):

@@ -17,13 +17,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from radix_evict.policies.contract import DEFAULT_POLICY
 from radix_evict.sim.ceiling import Ceiling, infinite_pool_ceiling
 from radix_evict.sim.oracle import ORACLE, oracle_workload
 from radix_evict.sim.parallel import ProgressFn, run_jobs
 from radix_evict.sim.replay import TIMELINE_POINTS, ReplayResult, replay
 from radix_evict.sim.workloads import Workload
 
-REFERENCE = "lru"  # what gap_closed measures from: SGLang's default
+REFERENCE = DEFAULT_POLICY  # what gap_closed measures from: SGLang's default
 
 
 @dataclass

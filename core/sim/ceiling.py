@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from radix_evict.cache.radix_cache import RadixCache
+from radix_evict.policies.contract import DEFAULT_POLICY
 from radix_evict.sim.workloads import Workload
 
 
@@ -63,7 +64,7 @@ def infinite_pool_ceiling(workload: Workload, page_size: int = 1) -> Ceiling:
     """Replay ``workload`` with a pool that never fills; count the prompt tokens hit."""
     P = page_size
     pool = EndlessAllocator(P)
-    cache = RadixCache(pool, page_size=P, policy="lru")
+    cache = RadixCache(pool, page_size=P, policy=DEFAULT_POLICY)
     hits = prompts = 0
     for _, kind, req in workload.events():
         if kind == "arrive":

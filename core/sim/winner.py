@@ -5,7 +5,9 @@ count as tied, and among them one whose p99 uncached prefill tokens per
 request is at least :data:`MIN_TAIL_GAIN` lower than the top's wins instead
 (the tail is what users feel as slow first tokens; a smaller gap is noise and
 does not justify giving up hit rate). Exact ties go to the order given.
-``MatrixResult.winners`` and the CLI's recommendation both come from here.
+It is applied once, here in core (``MatrixResult.winners``, or a caller's own
+call); the CLI's recommendation explains the winner it is given. A replay
+that served no request (every one found no room) cannot win.
 
 One exclusion: a policy that orders by request priority
 (``EvictionPolicy.orders_by_priority``) does not win a replay whose requests
@@ -20,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
+from radix_evict.errors import RadixEvictError
+
 NEAR_TIE = 0.005  # hit-rate difference (0.5 percentage points) treated as a tie
 MIN_TAIL_GAIN = 0.02  # a near-tie goes to the lower tail only if it is 2% lower
 WINNER_RULE = (
@@ -27,6 +31,20 @@ WINNER_RULE = (
     f"tied, and one of them wins instead if its p99 uncached prefill tokens are at least "
     f"{100 * MIN_TAIL_GAIN:.0f}% lower"
 )
+
+
+class NothingServedError(RadixEvictError, ValueError):
+    """No result served a request (every one found no room): there is nothing to rank."""
+
+
+def served(result: object) -> bool:
+    """Whether ``result`` served any request: a replay where every request found no room
+    (``admitted`` or ``completed`` 0) measured nothing a policy did, and cannot win."""
+    for attr in ("completed", "admitted"):
+        n = getattr(result, attr, None)
+        if n is not None:
+            return bool(n > 0)
+    return True
 
 
 def checkpoint_only(result: object) -> bool:
@@ -38,7 +56,6 @@ def checkpoint_only(result: object) -> bool:
     tiers = getattr(result, "tiers", None)
     if tiers is None or len(tiers) != 1:
         return False
-    from radix_evict.errors import RadixEvictError
     from radix_evict.policies.registry import registry
 
     try:
@@ -65,9 +82,17 @@ S = TypeVar("S", bound=Scored)
 
 
 def choose_winner(results: Sequence[S]) -> tuple[S, bool]:
-    """(winner, whether the p99 tie-break decided it); the order given breaks exact ties."""
+    """(winner, whether the p99 tie-break decided it); the order given breaks exact ties.
+
+    Results that served no request are left out; if none served one,
+    NothingServedError (a ValueError) says so.
+    """
     if not results:
         raise ValueError("no results to pick a winner from")
+    results = [r for r in results if served(r)]
+    if not results:
+        raise NothingServedError("no replay served a request: every request found no room in "
+                                 "the pool, so no policy can be recommended")
     results = [r for r in results if not checkpoint_only(r)] or list(results)
     best = max(r.hit_rate for r in results)
     near = [r for r in results if best - r.hit_rate <= NEAR_TIE + 1e-12]

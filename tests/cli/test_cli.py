@@ -307,6 +307,13 @@ def test_internal_errors_show_a_traceback_only_with_verbose(
     assert "Traceback" not in r.stderr and "-v" in r.stderr
     r = cli("-v", "simulate", "--param", "convs=2", "--policy", "lru")
     assert r.exit_code == 2 and "Traceback" in r.stderr
+    assert r.stderr.count("kaboom") == 2  # the raise line of the traceback, and the error once
+
+
+def test_verbose_prints_the_error_once(cli: Invoke) -> None:
+    r = cli("-v", "sweep", "-p", "nosuch", "-P", "convs=3", "--dry-run")
+    assert r.exit_code == 1 and "Traceback" in r.stderr
+    assert r.stderr.count("unknown policy 'nosuch'") == 1, r.stderr
 
 
 def test_json_errors_are_json_on_stdout(cli: Invoke) -> None:

@@ -331,3 +331,28 @@ def test_recommend_names_lru_as_the_default_when_it_is_runner_up() -> None:
     rec = recommend([Row("lru", 0.60, 900), Row("priority", 0.70, 800)])
     assert rec.policy == "priority"
     assert "for lru (SGLang's default), +10.0 points" in rec.reason
+
+
+@pytest.mark.parametrize("model", [[], ["--model", "tiny"]])
+def test_a_replay_that_served_nothing_is_not_recommended(model: list[str]) -> None:
+    r = run_cli("simulate", "-p", "lru", "-p", "lfu", *model, "-P", "convs=3",
+                "--pool-tokens", "1", "--json")
+    assert r.exit_code == 1, r.output
+    assert "requests found no room even after eviction" in r.stderr
+    assert "no policy to recommend" in r.stderr and "Recommendation" not in r.stdout
+    assert json.loads(r.stdout)["status"] == "error"
+
+
+def test_the_matrix_recommends_the_core_s_winners_without_choosing_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from radix_evict.cli import simulate_recommend
+
+    def again(*_: object) -> None:
+        raise AssertionError("the CLI chose a winner the core had chosen")
+
+    monkeypatch.setattr(simulate_recommend, "choose_winner", again)
+    r = run_cli("simulate", "-w", "chat,agentic", "-P", "chat.convs=8", "-P", "sessions=4",
+                "-p", "lru", "-p", "lfu", "--json", "--jobs", "1")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["winners"] == {w: rec["policy"] for w, rec in data["recommendations"].items()}

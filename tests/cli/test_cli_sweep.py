@@ -135,3 +135,58 @@ def test_oracle_adds_reference_lines_to_the_summary() -> None:
     (ceiling,) = data["summary"]["ceilings"].values()
     assert all(h <= ceiling + 1e-12 for c in curves.values() for h in c["hit_rate"])
     assert [b["policy"] for b in data["summary"]["best_configs"]] == ["lru"]
+
+
+def test_a_value_listed_twice_or_pools_equal_in_pages_are_one_cell_and_said_so() -> None:
+    r = run("-g", "slru.protected_threshold=1,1,1", "-P", "convs=5", "--dry-run")
+    assert r.exit_code == 0, r.output
+    assert "sweep: 1 policy config x 1 pool size x 1 workload x 1 seed = 1 cell" in r.stderr
+    r = run("-p", "lru", "-P", "convs=5", "--pool-tokens", "100000,100300", "--page-size", "512",
+            "--dry-run")
+    assert r.exit_code == 0, r.output
+    assert "1 policy config x 1 pool size x 1 workload x 1 seed = 1 cell" in r.stderr
+    assert "--pool-tokens 100,000, 100,300 are all 99,840 tokens in whole pages of 512" in r.stderr
+    assert len(r.stdout.strip().splitlines()) == 1 and "pool 99,840" in r.stdout
+
+
+def test_a_huge_grid_is_refused_unless_the_cap_is_raised() -> None:
+    r = run("-g", "slru.protected_threshold=1..1000", "--pool-tokens", "1..1000", "--dry-run")
+    assert r.exit_code == 2, r.output
+    assert "1,000,000 cells, over the limit of 10,000" in r.stderr and "--max-cells" in r.stderr
+    r = run("-g", "slru.protected_threshold=1..120", "--pool-tokens", "1K..100K+1K",
+            "-P", "convs=3", "--dry-run", "--max-cells", "20000")
+    assert r.exit_code == 0, r.output
+    assert "= 12,000 cells" in r.stderr
+    assert len(r.stdout.splitlines()) == 12_000
+
+
+def test_a_dry_run_is_linear_in_cells(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No cell is compared with another (``c in plan.todo`` on a list was quadratic)."""
+    from radix_evict.sim.sweep.grid import Cell
+
+    compared = []
+    monkeypatch.setattr(Cell, "__eq__", lambda self, other: compared.append(1) or True)
+    r = run("-g", "slru.protected_threshold=1..20", "--pool-tokens", "1K..50K+1K", "-P",
+            "convs=3", "--dry-run")
+    assert r.exit_code == 0, r.output
+    assert len(r.stdout.splitlines()) == 1000 and compared == []
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--pool-tokens", "20G"], "--pool-tokens 20,000,000,000: a pool that size needs"),
+    (["--pool-tokens", "99999999999999999999"], "GiB"),
+    (["--page-size", "100M"], "--page-size 100,000,000: chat's default pool"),
+    (["--plot", "/nonexistent/x.png"], "--plot /nonexistent/x.png: directory /nonexistent"),
+])
+def test_sweep_runs_simulate_s_preflight_before_any_cell(
+        args: list[str], needle: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from radix_evict.cli import cmd_sweep
+
+    def refuse(*a: Any, **k: Any) -> Any:
+        raise AssertionError("a cell ran before the check")
+
+    monkeypatch.setattr(cmd_sweep, "run_sweep", refuse)
+    monkeypatch.setattr("radix_evict.cli.preflight.physical_memory", lambda: 64 * 2**30)
+    r = run("-p", "lru", "-P", "convs=3", *args)
+    assert r.exit_code == 2, r.output
+    assert needle in r.stderr

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from radix_evict.builtin_policies.frequency import SLRUConfig
 from radix_evict.sim.sweep import (
     GridParts,
     SweepGridError,
@@ -64,7 +65,9 @@ def test_grid_expands_every_axis_in_a_fixed_order() -> None:
     first = cells[0]
     assert (first.policy, first.config, first.pool_tokens, first.source.name, first.seed) == (
         "lru", None, 1000, "chat", 0)
-    assert [c.config for c in cells[2:8:2]] == [{"protected_threshold": t} for t in (1, 2, 4)]
+    assert [c.config_dict for c in cells[2:8:2]] == [
+        {"protected_threshold": t} for t in (1, 2, 4)]
+    assert all(isinstance(c.config, SLRUConfig) for c in cells[2:8:2])  # validated, frozen
     assert cells == make_grid(GridParts(
         policies=["lru", "slru"], vary={"slru": {"protected_threshold": [1, 2, 4]}},
         pool_tokens=[1000, 2000], workloads=["chat", "agentic"], seeds=[0, 1])).cells()
@@ -82,7 +85,7 @@ def test_a_trace_runs_once_whatever_the_seeds(tmp_path: Path) -> None:
 def test_vary_names_its_policies_and_defaults_fill_the_rest() -> None:
     grid = make_grid(GridParts(vary={"tlru": {"threshold": [512, 1024],
                                               "next_prompt_estimate": [256]}}))
-    assert [c.config for c in grid.cells()] == [
+    assert [c.config_dict for c in grid.cells()] == [
         {"threshold": 512, "next_prompt_estimate": 256},
         {"threshold": 1024, "next_prompt_estimate": 256}]
     assert grid.sources[0].name == "chat"

@@ -145,6 +145,31 @@ def test_an_address_where_nothing_listens_fails_fast_naming_it() -> None:
     probe("auto")  # left to Ray: no probe
 
 
+def test_an_address_that_accepts_but_never_answers_fails_in_seconds(cluster: str) -> None:
+    with socket.socket() as silent:  # listens (the kernel accepts) but never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        with pytest.raises(RayConnectionError, match=rf"nothing answers at 127.0.0.1:{port} "
+                                                     "within"):
+            probe(f"127.0.0.1:{port}")
+        assert time.monotonic() - started < 2 * PROBE_TIMEOUT_S
+    probe(cluster)  # a real GCS answers gRPC's first frame
+
+
+def test_ray_retries_for_seconds_not_twenty() -> None:
+    from radix_evict.sim.sweep import ray_executor as rx
+
+    code = ("import os, ray._private.ray_constants as c; "
+            "print(os.environ.get('RAY_NUM_REDIS_GET_RETRIES'), c.NUM_REDIS_GET_RETRIES)")
+    env = {k: v for k, v in os.environ.items() if k != rx.GET_RETRIES_ENV}
+    prelude = "from radix_evict.sim.sweep.ray_executor import import_ray; import_ray(); "
+    done = subprocess.run([sys.executable, "-c", prelude + code], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert done.stdout.split() == [rx.GET_RETRIES, rx.GET_RETRIES], done.stderr
+
+
 def test_cli_reports_a_cluster_that_is_not_there_in_one_line(tmp_path: Path) -> None:
     port = _closed_port()
     done = subprocess.run(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.sweeps import flaky_installed, small_parts
@@ -94,14 +95,20 @@ def test_result_files_resume(tmp_path: Path, suffix: str) -> None:
     assert plan_sweep(make_grid(small_parts()), out).todo == []
 
 
-def test_a_cut_last_line_is_dropped_and_rerun(tmp_path: Path) -> None:
+def test_a_cut_last_line_is_dropped_when_the_sweep_writes_not_when_it_plans(
+        tmp_path: Path) -> None:
     out = tmp_path / "rows.jsonl"
     run_sweep(plan_sweep(make_grid(small_parts(pool_tokens=[20_000])), out), local_executor(2))
     text = out.read_text()
-    out.write_text(text + text.splitlines()[0][:40])  # a writer killed mid-line
+    torn = text + text.splitlines()[0][:40]  # a writer killed mid-line
+    out.write_text(torn)
+    dry = plan_sweep(make_grid(small_parts(pool_tokens=[20_000])), out, write=False)
+    assert len(dry.kept) == 8 and dry.todo == [] and dry.results is not None
+    assert dry.results.torn == 40 and out.read_text() == torn  # planning changes nothing
     plan = plan_sweep(make_grid(small_parts(pool_tokens=[20_000])), out)
-    assert len(plan.kept) == 8 and plan.todo == []
-    assert out.read_text() == text
+    assert out.read_text() == torn
+    run_sweep(plan, local_executor(2))
+    assert out.read_text() == text  # the sweep repaired its own file
 
 
 def test_result_file_errors(tmp_path: Path) -> None:
@@ -135,7 +142,7 @@ def test_failing_cells_are_recorded_and_the_rest_go_on(flaky: Path, tmp_path: Pa
     assert len(outcome.failed) == 2
     # a rerun retries the failed cells only
     plan = plan_sweep(make_grid(parts), out)
-    assert sorted(json.dumps(c.config) for c in plan.todo) == [
+    assert sorted(json.dumps(c.config_dict) for c in plan.todo) == [
         '{"mode": "exit"}', '{"mode": "raise"}']
 
 
@@ -160,3 +167,35 @@ def test_oracle_and_ceiling_are_reference_cells_not_policies() -> None:
     assert all(r["hit_rate"] <= top + 1e-12 for r in rows)  # nothing beats an endless pool
     assert {b.policy for b in best_configs(rows)} == {"lru", "slru"}
     assert {c.policy for c in curves(rows)} == {"lru", "slru", "oracle"}
+
+
+def test_each_distinct_config_is_validated_once_not_once_per_cell(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """As simulate: validated in the planning process, and the cells carry the frozen object."""
+    from radix_evict.builtin_policies.frequency import SLRUConfig
+    from radix_evict.sim.sweep import run_cell
+
+    validated: list[Any] = []
+    real = SLRUConfig.model_validate.__func__  # type: ignore[attr-defined]
+
+    def validate(cls: Any, data: Any, **kw: Any) -> Any:
+        validated.append(data)
+        return real(cls, data, **kw)
+
+    monkeypatch.setattr(SLRUConfig, "model_validate", classmethod(validate))
+    parts = small_parts(policies=["lru", "slru"], traces=[], params=[("chat", "convs", 8)],
+                        vary={"slru": {"protected_threshold": [1, 3, 3]}},
+                        pool_tokens=[20_000, 50_000, 100_000], seeds=[0, 1])
+
+    def in_process(cells: Any, wls: Any, progress: Any) -> Iterator[dict[str, Any]]:
+        return (run_cell(c, wls[c.workload_key]) for c in cells)  # workers' code, counted here
+
+    plan = plan_sweep(make_grid(parts))
+    slru = [c for c in plan.cells if c.policy == "slru"]
+    assert len(slru) == 2 * 3 * 2  # 2 distinct configs x 3 pools x 2 seeds
+    assert validated == [{"protected_threshold": 1}, {"protected_threshold": 3}]
+    assert len({id(c.config) for c in slru}) == 2  # one frozen object per config, shared
+    outcome = run_sweep(plan, in_process)
+    assert not outcome.failed and outcome.ran == len(plan.cells)
+    assert len(validated) == 2  # no cell validated its config again
+    assert "slru: the 3 configs listed are 2 distinct configs" in plan.notes[0]

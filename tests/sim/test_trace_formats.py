@@ -200,3 +200,44 @@ def test_model_tiny_replays_a_trace(tmp_path: Path) -> None:
     assert data["mode"] == "engine" and data["requests"] == 4
     (row,) = data["rows"]
     assert row["hit_rate"] > 0, "the linked turn must hit its parent's shrunk prompt and reply"
+
+
+def _conversation(path: Path, turns: int) -> Path:
+    """One Bailian conversation: each turn continues the one before with 32 new tokens."""
+    records, il, out = [], 0, 8
+    for t in range(turns):
+        il = il + out + 32 if t else 32
+        records.append({"chat_id": t, "parent_chat_id": t - 1 if t else -1, "turn": t + 1,
+                        "timestamp": float(t), "input_length": il, "output_length": out,
+                        "hash_ids": blocks(1000 * t, -(-il // 16))})
+    return write(path, records)
+
+
+def test_a_long_linked_conversation_builds_each_turn_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Linear: n turns build n token arrays, not one per ancestor per turn (n^2 / 2)."""
+    import numpy as np
+
+    from radix_evict.sim.traces import block_trace
+
+    wl = open_trace(_conversation(tmp_path / "long.jsonl", 300))
+    aranges = []
+
+    class CountingNumpy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(np, name)
+
+        def arange(self, *args: Any, **kw: Any) -> Any:
+            aranges.append(1)
+            return np.arange(*args, **kw)
+
+    monkeypatch.setattr(block_trace, "np", CountingNumpy())
+    r = replay(wl, "lru", pool_tokens=10**7, timeline_points=0, keep_requests=True)
+    assert len(aranges) <= 2 * 300  # two per turn built (prompt positions, reply ids)
+    assert r.per_request is not None
+    # each turn hits its whole history (the previous turn's prompt and reply)
+    assert all(rec.hit_tokens == rec.prompt_tokens - 32 for rec in r.per_request[1:])
+    # asked out of order, a turn is still its parent's tokens plus its own
+    again = open_trace(tmp_path / "long.jsonl")
+    late, parent = again.request(200, 0.0), again.request(199, 0.0)
+    assert list(late.prompt[:len(parent.tokens())]) == list(parent.tokens())

@@ -390,3 +390,11 @@ def test_agentic_structure() -> None:
     for r in arrivals(w):
         last[r.session] = len(r.prompt)
     assert min(last.values()) > 2000
+
+
+def test_near_misses_come_from_the_one_did_you_mean() -> None:
+    """radix_evict.suggest matches case-insensitively, as every other message does."""
+    with pytest.raises(WorkloadError, match="did you mean 'chat'"):
+        get_workload("CHAT")
+    with pytest.raises(WorkloadError, match="did you mean 'convs'"):
+        get_workload("chat", CONVS=3)

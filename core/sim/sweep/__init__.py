@@ -9,21 +9,25 @@ workload, hit-rate curves over pool sizes.
 
 from radix_evict.sim.sweep.check import SweepGridError, check_cells
 from radix_evict.sim.sweep.grid import Cell, Grid, PolicyAxes, Source
-from radix_evict.sim.sweep.rows import ROW_FIELDS, TIMING_FIELDS, comparable, run_cell
+from radix_evict.sim.sweep.rows import comparable, run_cell
 from radix_evict.sim.sweep.run import (
+    MAX_CELLS,
     Executor,
     SweepOutcome,
     SweepPlan,
+    SweepSizeError,
     local_executor,
     plan_sweep,
     ray_executor,
     run_sweep,
 )
+from radix_evict.sim.sweep.schema import ROW_FIELDS, TIMING_FIELDS, ResultRow
 from radix_evict.sim.sweep.spec import GridParts, make_grid, read_grid_file
 from radix_evict.sim.sweep.store import ResultFile, ResultFileError
 from radix_evict.sim.sweep.values import SweepValueError, parse_count, parse_values
 
 __all__ = [
+    "MAX_CELLS",
     "ROW_FIELDS",
     "TIMING_FIELDS",
     "Cell",
@@ -33,10 +37,12 @@ __all__ = [
     "PolicyAxes",
     "ResultFile",
     "ResultFileError",
+    "ResultRow",
     "Source",
     "SweepGridError",
     "SweepOutcome",
     "SweepPlan",
+    "SweepSizeError",
     "SweepValueError",
     "check_cells",
     "comparable",

@@ -1,19 +1,25 @@
 """Every cell checked before any replay starts: a bad key in cell 97 fails in milliseconds.
 
-Configs go through the registry's strict checks (the ones ``validate`` and
-``simulate`` use), once per distinct policy and config; a problem names the
-first cell that has it and how many more share it. Pool and page sizes are
-checked here too, so that no cell fails later for a reason known now.
+Configs go through ``registry.parse_config`` (what ``validate`` and
+``simulate`` use), once per distinct policy and config, and the frozen config
+it returns is what the cells carry to every worker; a problem names the first
+cell that has it and how many more share it. Pool and page sizes are checked
+here too, so that no cell fails later for a reason known now.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from radix_evict import registry
 from radix_evict.errors import ConfigProblem, PolicyConfigError, RadixEvictError
-from radix_evict.sim.sweep.grid import Cell
+from radix_evict.policies.contract import PolicyConfig
+from radix_evict.policies.registry import registry
+from radix_evict.sim.sweep.grid import REFERENCES, Cell, Spot, page_pool
+
+if TYPE_CHECKING:
+    from radix_evict.sim.sweep.grid import Grid
 
 
 @dataclass(frozen=True)
@@ -22,7 +28,7 @@ class CellProblems:
 
     index: int  # 1-based, in grid order
     total: int
-    cell: Cell
+    cell: Spot
     problems: tuple[ConfigProblem, ...]
     same: int  # further cells with the same policy and config
 
@@ -47,43 +53,82 @@ class SweepGridError(RadixEvictError, ValueError):
         return [p for f in self.found for p in f.problems]
 
 
-def config_problems(policy: str, config: dict[str, object] | None) -> list[ConfigProblem]:
-    """The registry's verdict on one (policy, config) as the CLI offers policies.
+Pair = tuple[str, str]  # (policy, its config as given, canonical JSON)
 
-    No config for a policy whose spec derives one is fine: the replay derives
-    it from each cell's workload.
+
+def parse_config(policy: str, config: dict[str, Any] | None
+                 ) -> PolicyConfig | list[ConfigProblem] | None:
+    """One (policy, config as given) through the registry: its frozen config, or its problems.
+
+    The policy must be a ``--policy`` choice. No config stays None (the
+    policy's defaults, or for a policy whose spec derives one, the config the
+    replay derives from each cell's workload).
     """
     try:
-        spec = registry.check_choice(policy)
+        registry.check_choice(policy)
+        if config is None:
+            return None
+        return registry.parse_config(policy, config)
     except PolicyConfigError as exc:
         return list(exc.problems)
-    if config is None and spec.derive_config is not None:
-        return []
-    return registry.validate(policy, config, extended=False)
+
+
+def parse_configs(spots: Sequence[Spot]) -> dict[Pair, PolicyConfig | None]:
+    """Each distinct (policy, config) of ``spots`` validated once; SweepGridError names bad cells.
+
+    A problem names the first cell that has it and how many more share it.
+    """
+    verdicts: dict[Pair, PolicyConfig | list[ConfigProblem] | None] = {}
+    first: dict[Pair, int] = {}
+    counts: dict[Pair, int] = {}
+    for i, spot in enumerate(spots, 1):
+        pair = (spot.policy, spot.config_json)
+        counts[pair] = counts.get(pair, 0) + 1
+        if pair not in verdicts:
+            first[pair] = i
+            verdicts[pair] = (None if spot.policy in REFERENCES
+                              else parse_config(spot.policy, spot.config))
+    found = [
+        CellProblems(first[pair], len(spots), spots[first[pair] - 1], tuple(v), counts[pair] - 1)
+        for pair, v in verdicts.items() if isinstance(v, list)
+    ]
+    if found:
+        raise SweepGridError(found)
+    return {pair: v for pair, v in verdicts.items() if not isinstance(v, list)}
 
 
 def check_cells(cells: Sequence[Cell]) -> None:
-    """Raise SweepGridError naming every cell that cannot run; return quietly otherwise."""
-    verdicts: dict[tuple[str, str], list[ConfigProblem]] = {}
-    first: dict[tuple[str, str], int] = {}
-    counts: dict[tuple[str, str], int] = {}
+    """Raise SweepGridError naming every cell whose pool or page cannot run; else return."""
     other: list[str] = []
     for i, cell in enumerate(cells, 1):
-        pair = (cell.policy, cell.config_json)
-        counts[pair] = counts.get(pair, 0) + 1
-        if pair not in verdicts and not cell.is_reference:
-            verdicts[pair] = config_problems(cell.policy, cell.config)
-            first[pair] = i
         if cell.pool_tokens is not None and cell.pool_tokens < cell.page_size:
             other.append(f"cell {i} of {len(cells)} ({cell.describe()}): a pool of "
                          f"{cell.pool_tokens:,} tokens holds no whole page of {cell.page_size}")
         if cell.page_size < 1:
             other.append(f"cell {i} of {len(cells)} ({cell.describe()}): page size must be "
                          ">= 1")
-    found = [
-        CellProblems(first[pair], len(cells), cells[first[pair] - 1], tuple(problems),
-                     counts[pair] - 1)
-        for pair, problems in verdicts.items() if problems
-    ]
-    if found or other:
-        raise SweepGridError(sorted(found, key=lambda f: f.index), other)
+    if other:
+        raise SweepGridError([], other)
+
+
+def merge_notes(grid: Grid, cells: Sequence[Cell]) -> list[str]:
+    """What the grid lists twice in effect: configs equal once validated, pools equal in pages."""
+    notes: list[str] = []
+    runs = [c for c in cells if not c.is_reference]
+    for axes in grid.policies:
+        listed = len(axes.configs())
+        distinct = len({c.config_json for c in runs if c.policy == axes.policy})
+        if distinct and distinct < listed:
+            notes.append(f"{axes.policy}: the {listed} configs listed are {distinct} distinct "
+                         f"config{'s' * (distinct != 1)} once validated; each runs once")
+    for page in grid.page_sizes:
+        given = [p for p in dict.fromkeys(grid.pool_tokens) if p is not None]
+        rounded: dict[int | None, list[int]] = {}
+        for p in given:
+            rounded.setdefault(page_pool(p, page), []).append(p)
+        for pool, sizes in rounded.items():
+            if len(sizes) > 1 and pool is not None:
+                shown = ", ".join(f"{s:,}" for s in sizes)
+                notes.append(f"--pool-tokens {shown} are all {pool:,} tokens in whole pages of "
+                             f"{page}: one cell each, not {len(sizes)}")
+    return notes

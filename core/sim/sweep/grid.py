@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from radix_evict.policies.contract import PolicyConfig
+from radix_evict.sim.configs import config_dict
 from radix_evict.sim.oracle import ORACLE
 
 CEILING = "ceiling"  # the infinite-pool ceiling: one cell per workload, seed and page size
@@ -86,21 +89,59 @@ class PolicyAxes:
                 for combo in itertools.product(*(v for _, v in self.keys))]
 
 
-@dataclass(frozen=True)
 class Cell:
-    """One replay of the grid; ``config`` None means the policy's defaults (tlru: derived)."""
+    """One replay of the grid, carrying its policy's validated, frozen config.
 
-    policy: str
-    config_json: str
-    pool_tokens: int | None
-    page_size: int
-    source: Source
-    seed: int | None
+    ``config`` None means the policy's defaults (or, for a policy whose spec
+    derives a config, the one derived from each cell's workload). Two cells
+    are the same cell when their :attr:`key` is: that is how a grid drops
+    duplicates and how a rerun finds the cells a result file already has.
+    """
+
+    __slots__ = (
+        "config",
+        "config_json",
+        "key",
+        "page_size",
+        "policy",
+        "pool_tokens",
+        "seed",
+        "source",
+    )
+
+    def __init__(self, policy: str, config: PolicyConfig | None, pool_tokens: int | None,
+                 page_size: int, source: Source, seed: int | None) -> None:
+        self.policy = policy
+        self.config = config
+        self.pool_tokens = pool_tokens
+        self.page_size = page_size
+        self.source = source
+        self.seed = seed
+        cfg = None if config is None else config_dict(config)
+        self.config_json = canonical_json(cfg)
+        self.key = canonical_json({
+            "policy": policy, "config": cfg, "pool_tokens": pool_tokens,
+            "page_size": page_size, "workload": source.name, "params": source.params,
+            "seed": seed,
+        })
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Cell) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return f"Cell({self.describe()})"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # slots and no __dict__: pickle by arguments
+        return (Cell, (self.policy, self.config, self.pool_tokens, self.page_size,
+                       self.source, self.seed))
 
     @property
-    def config(self) -> dict[str, Any] | None:
-        value = json.loads(self.config_json)
-        return None if value is None else dict(value)
+    def config_dict(self) -> dict[str, Any] | None:
+        """The config's keys as JSON types (what a result row writes), None for none."""
+        return None if self.config is None else config_dict(self.config)
 
     @property
     def is_reference(self) -> bool:
@@ -112,22 +153,43 @@ class Cell:
         """Cells with the same key replay the same built workload (built once, shared)."""
         return self.source, self.seed
 
-    @property
-    def key(self) -> str:
-        """This cell's name in a result file (canonical JSON of its coordinates)."""
-        return canonical_json({
-            "policy": self.policy, "config": self.config, "pool_tokens": self.pool_tokens,
-            "page_size": self.page_size, "workload": self.source.name,
-            "params": self.source.params, "seed": self.seed,
-        })
-
     def describe(self) -> str:
         """Short text for messages: ``slru {"protected_threshold":2}, pool 1,000,000, chat``."""
-        cfg = "" if self.config_json == "null" else f" {self.config_json}"
-        pool = "default pool" if self.pool_tokens is None else f"pool {self.pool_tokens:,}"
-        seed = "" if self.seed is None else f", seed {self.seed}"
-        return (f"{self.policy}{cfg}, {pool}, page {self.page_size}, "
-                f"{self.source.label}{seed}")
+        return describe_cell(self.policy, self.config_json, self.pool_tokens, self.page_size,
+                             self.source, self.seed)
+
+
+def describe_cell(policy: str, config_json: str, pool_tokens: int | None, page_size: int,
+                  source: Source, seed: int | None) -> str:
+    """How messages name a cell (one whose config is not yet validated too)."""
+    cfg = "" if config_json == "null" else f" {config_json}"
+    pool = "default pool" if pool_tokens is None else f"pool {pool_tokens:,}"
+    at_seed = "" if seed is None else f", seed {seed}"
+    return f"{policy}{cfg}, {pool}, page {page_size}, {source.label}{at_seed}"
+
+
+def page_pool(pool_tokens: int | None, page_size: int) -> int | None:
+    """The pool a replay really gets: whole pages (a pool under one page is left to the check)."""
+    if pool_tokens is None or page_size < 1 or pool_tokens < page_size:
+        return pool_tokens
+    return pool_tokens // page_size * page_size
+
+
+@dataclass(frozen=True)
+class Spot:
+    """A cell's coordinates as the grid lists them, its config still as given (JSON)."""
+
+    policy: str
+    config_json: str  # the spot's identity; ``config`` is the same value as given
+    pool_tokens: int | None
+    page_size: int
+    source: Source
+    seed: int | None
+    config: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+
+    def describe(self) -> str:
+        return describe_cell(self.policy, self.config_json, self.pool_tokens, self.page_size,
+                             self.source, self.seed)
 
 
 @dataclass(frozen=True)
@@ -141,32 +203,71 @@ class Grid:
     seeds: tuple[int, ...] = (0,)
     references: bool = False
 
-    def cells(self) -> list[Cell]:
-        """Every cell, in a fixed order; duplicates (a value listed twice) appear once."""
-        out: dict[str, Cell] = {}
+    def count(self) -> int:
+        """How many cells the axes multiply to, before any duplicate is dropped (no expansion)."""
+        configs = sum(math.prod(len(v) for _, v in a.keys) for a in self.policies)
+        runs = sum(len(self.seeds) if s.seeded else 1 for s in self.sources)
+        refs = len(self.page_sizes) * (len(self.pool_tokens) + 1) if self.references else 0
+        return runs * (configs * len(self.page_sizes) * len(self.pool_tokens) + refs)
+
+    def spots(self) -> list[Spot]:
+        """Every cell's coordinates in a fixed order, pools rounded to whole pages.
+
+        A value listed twice, or two pool sizes that round to the same pages,
+        give one spot.
+        """
+        out: dict[Spot, None] = {}
         for source in self.sources:
             seeds: Iterable[int | None] = self.seeds if source.seeded else (None,)
             for seed in seeds:
                 for axes in self.policies:
                     for config in axes.configs():
+                        text = canonical_json(config)
                         for page in self.page_sizes:
                             for pool in self.pool_tokens:
-                                cell = Cell(axes.policy, canonical_json(config), pool, page,
-                                            source, seed)
-                                out.setdefault(cell.key, cell)
+                                out.setdefault(Spot(axes.policy, text, page_pool(pool, page),
+                                                    page, source, seed, config))
                 if self.references:
                     for page in self.page_sizes:
                         for pool in self.pool_tokens:
-                            cell = Cell(ORACLE, "null", pool, page, source, seed)
-                            out.setdefault(cell.key, cell)
-                        cell = Cell(CEILING, "null", None, page, source, seed)
-                        out.setdefault(cell.key, cell)
+                            out.setdefault(Spot(ORACLE, "null", page_pool(pool, page), page,
+                                                source, seed))
+                        out.setdefault(Spot(CEILING, "null", None, page, source, seed))
+        return list(out)
+
+    def cells(self) -> list[Cell]:
+        """Every cell with its validated config, in a fixed order, each cell once.
+
+        Each distinct (policy, config) is validated once (``registry.parse_config``);
+        cells whose configs validate to the same object are one cell. Raises
+        :class:`~radix_evict.sim.sweep.check.SweepGridError` naming the cells
+        whose config is bad.
+        """
+        from radix_evict.sim.sweep.check import parse_configs
+
+        spots = self.spots()
+        configs = parse_configs(spots)
+        out: dict[str, Cell] = {}
+        for s in spots:
+            cell = Cell(s.policy, configs[s.policy, s.config_json], s.pool_tokens, s.page_size,
+                        s.source, s.seed)
+            out.setdefault(cell.key, cell)
         return list(out.values())
 
-    def size_text(self) -> str:
-        """``5 policy configs x 3 pool sizes x 2 workloads x 1 seed``: what multiplies."""
+    def size_text(self, cells: Sequence[Cell] | None = None) -> str:
+        """``5 policy configs x 3 pool sizes x 2 workloads x 1 seed``: what multiplies.
+
+        Given the expanded ``cells``, configs and pool sizes are counted as they
+        ran (after validation and rounding to pages), not as listed.
+        """
         configs = sum(len(a.configs()) for a in self.policies)
-        parts = [_count(configs, "policy config"), _count(len(self.pool_tokens), "pool size")]
+        pools = len(self.pool_tokens)
+        if cells is not None:
+            runs = [c for c in cells if not c.is_reference]
+            configs = len({(c.policy, c.config_json) for c in runs}) or configs
+            pools = max((len({c.pool_tokens for c in runs if c.page_size == p})
+                         for p in self.page_sizes), default=pools) or pools
+        parts = [_count(configs, "policy config"), _count(pools, "pool size")]
         if len(self.page_sizes) > 1:
             parts.append(_count(len(self.page_sizes), "page size"))
         parts.append(_count(len(self.sources), "workload"))

@@ -12,7 +12,9 @@ installed in their Python environment.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -26,8 +28,9 @@ from radix_evict.sim.workloads import Workload
 INSTALL_HINT = "install the Ray extra: pip install 'radix-evict[ray]'"
 LOCAL = "local"  # --ray local: start a private single-machine Ray instead of joining one
 WAIT_S = 0.5
-# How long --ray HOST:PORT may take to answer a TCP connect; Ray's own attempts at an
-# address where nothing listens go on for minutes, printing its log lines meanwhile.
+# How long --ray HOST:PORT may take to accept a connection and answer gRPC's first frame;
+# Ray's own attempts at an address where nothing listens go on for minutes, printing its
+# log lines meanwhile.
 PROBE_TIMEOUT_S = 5.0
 
 
@@ -39,7 +42,20 @@ class RayConnectionError(RadixEvictError, ConnectionError):
     """The Ray cluster named by ``--ray`` cannot be reached."""
 
 
+# Ray reads the session name from a new cluster's GCS with 20 one-second retries: an
+# address that accepts connections but is no Ray (a proxy) took 23 s to fail. Three
+# retries still give a live cluster seconds; set the variable to choose otherwise.
+GET_RETRIES_ENV = "RAY_NUM_REDIS_GET_RETRIES"
+GET_RETRIES = "3"
+# A client's HTTP/2 connection preface and an empty SETTINGS frame: a gRPC server (Ray's
+# GCS, the Ray Client server) answers it at once with its own SETTINGS frame.
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
 def import_ray() -> Any:
+    """Ray, imported on first use (with seconds, not ~20 s, of retries to find a cluster)."""
+    if "ray" not in sys.modules:
+        os.environ.setdefault(GET_RETRIES_ENV, GET_RETRIES)
     try:
         import ray
     except ImportError as exc:
@@ -85,15 +101,24 @@ def probe(address: str) -> None:
     if not sep or not port.isdigit() or not host:
         return
     host = host.removeprefix("[").removesuffix("]")  # [::1]:6379
+    hint = "is the cluster's head node up (ray start --head) and the address its GCS port?"
     try:
-        with socket.create_connection((host, int(port)), timeout=PROBE_TIMEOUT_S):
-            pass
+        with socket.create_connection((host, int(port)), timeout=PROBE_TIMEOUT_S) as conn:
+            conn.sendall(H2_PREFACE)
+            answer = conn.recv(9)
+    except TimeoutError:
+        raise RayConnectionError(
+            f"--ray {address}: cannot connect: nothing answers at {host}:{port} within "
+            f"{PROBE_TIMEOUT_S:g} s; {hint}") from None
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
         raise RayConnectionError(
-            f"--ray {address}: cannot connect: nothing answers at {host}:{port} ({why}); "
-            "is the cluster's head node up (ray start --head) and the address its GCS port?"
+            f"--ray {address}: cannot connect: nothing answers at {host}:{port} ({why}); {hint}"
         ) from None
+    if not answer:
+        raise RayConnectionError(
+            f"--ray {address}: cannot connect: {host}:{port} closed the connection without "
+            f"answering as a Ray cluster does; {hint}")
 
 
 def run_ray(

@@ -1,7 +1,7 @@
 """One result row per cell: the figures tools read, in files and on stdout.
 
-A row is a flat dict of JSON types; ``config`` and ``params`` are dicts
-(written as JSON text in CSV and Parquet). ``cell`` is the cell's key (see
+A row is a flat dict of JSON types whose schema is
+:class:`~radix_evict.sim.sweep.schema.ResultRow`. ``cell`` is the cell's key (see
 :attr:`~radix_evict.sim.sweep.grid.Cell.key`); ``status`` is ``ok`` or
 ``error`` (with ``error`` saying why). Timings (:data:`TIMING_FIELDS`) are
 the only fields that differ between two runs of the same cell.
@@ -16,43 +16,15 @@ from radix_evict.sim.bound import replay_oracle
 from radix_evict.sim.ceiling import infinite_pool_ceiling
 from radix_evict.sim.replay import ReplayResult, replay
 from radix_evict.sim.sweep.grid import CEILING, ORACLE, Cell
+from radix_evict.sim.sweep.schema import ERROR, OK, ROW_FIELDS, TIMING_FIELDS
 from radix_evict.sim.workloads import Workload
-
-# Field -> type, in column order. "json" fields hold dicts (or null).
-FIELD_TYPES: dict[str, str] = {
-    "cell": "str",
-    "policy": "str",
-    "config": "json",
-    "config_source": "str",
-    "pool_tokens": "int",
-    "page_size": "int",
-    "workload": "str",
-    "params": "json",
-    "seed": "int",
-    "requests": "int",
-    "hit_rate": "float",
-    "p50_uncached": "float",
-    "p90_uncached": "float",
-    "p99_uncached": "float",
-    "mean_uncached": "float",
-    "evicted_tokens": "int",
-    "failed_admissions": "int",
-    "replay_s": "float",
-    "cache_s": "float",
-    "status": "str",
-    "error": "str",
-}
-ROW_FIELDS = tuple(FIELD_TYPES)
-TIMING_FIELDS = ("replay_s", "cache_s")
-OK = "ok"
-ERROR = "error"
 
 
 def _coordinates(cell: Cell) -> dict[str, Any]:
     return {
         "cell": cell.key,
         "policy": cell.policy,
-        "config": cell.config,
+        "config": cell.config_dict,
         "config_source": "given" if cell.config is not None else "none",
         "pool_tokens": cell.pool_tokens,
         "page_size": cell.page_size,

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from radix_evict.errors import RadixEvictError
 from radix_evict.sim.parallel import ProgressFn
-from radix_evict.sim.sweep.check import check_cells
+from radix_evict.sim.sweep.check import check_cells, merge_notes
 from radix_evict.sim.sweep.grid import Cell, Grid
 from radix_evict.sim.sweep.rows import OK
 from radix_evict.sim.sweep.sources import WorkloadKey, build_workloads
@@ -43,22 +44,39 @@ def ray_executor(address: str | None = "auto") -> Executor:
     return lambda cells, wls, progress: run_ray(cells, wls, address=address, progress=progress)
 
 
+MAX_CELLS = 10_000  # a grid larger than this needs --max-cells: a typo should not run for days
+
+
+class SweepSizeError(RadixEvictError, ValueError):
+    """The grid multiplies to more cells than allowed; nothing was expanded or run."""
+
+
 @dataclass
 class SweepPlan:
-    """A checked grid: its cells, those still to run, and the rows a result file already has."""
+    """A checked grid: its cells, those still to run, and the rows a result file already has.
+
+    ``notes`` say where the grid listed one cell twice in effect (configs
+    equal once validated, pool sizes equal in whole pages).
+    """
 
     grid: Grid
     cells: list[Cell]
     todo: list[Cell]
     kept: dict[str, Row]
     results: ResultFile | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def todo_keys(self) -> set[str]:
+        """Keys of the cells still to run (a set: a dry run of 10^4 cells asks 10^4 times)."""
+        return {c.key for c in self.todo}
 
     @property
     def size_text(self) -> str:
         """E.g. ``2 policy configs x 2 pool sizes x 1 workload x 1 seed + 3 reference cells``."""
         refs = sum(c.is_reference for c in self.cells)
         extra = f" + {refs} reference cells (oracle, ceiling)" if refs else ""
-        return (f"{self.grid.size_text()}{extra} = {len(self.cells)} "
+        return (f"{self.grid.size_text(self.cells)}{extra} = {len(self.cells):,} "
                 f"cell{'s' * (len(self.cells) != 1)}")
 
 
@@ -72,15 +90,27 @@ class SweepOutcome:
     failed: list[Row] = field(default_factory=list)
 
 
-def plan_sweep(grid: Grid, out: Path | None = None) -> SweepPlan:
-    """Expand and check ``grid`` (SweepGridError names bad cells); skip cells ``out`` has."""
+def plan_sweep(grid: Grid, out: Path | None = None, *, write: bool = True,
+               max_cells: int = MAX_CELLS) -> SweepPlan:
+    """Expand and check ``grid`` (SweepGridError names bad cells); skip cells ``out`` has.
+
+    More than ``max_cells`` cells is a SweepSizeError before any is expanded.
+    With ``write`` the result file is locked for this sweep (ResultFileError
+    if another sweep holds it); without (a dry run) it is only read. Either
+    way nothing in it changes here.
+    """
+    count = grid.count()
+    if count > max_cells:
+        raise SweepSizeError(f"the grid multiplies to {count:,} cells, over the limit of "
+                             f"{max_cells:,}; narrow an axis, or raise the limit with "
+                             f"--max-cells {count}")
     cells = grid.cells()
     check_cells(cells)
-    results = ResultFile(out) if out is not None else None
+    results = ResultFile(out, write=write) if out is not None else None
     finished = results.finished() if results is not None else set()
     kept = {c.key: results.rows[c.key] for c in cells if results and c.key in finished}
     todo = [c for c in cells if c.key not in finished]
-    return SweepPlan(grid, cells, todo, kept, results)
+    return SweepPlan(grid, cells, todo, kept, results, merge_notes(grid, cells))
 
 
 def run_sweep(
@@ -99,6 +129,8 @@ def run_sweep(
     new: dict[str, Row] = {}
     interrupted = False
     try:
+        if plan.results is not None:
+            plan.results.repair()  # drops an unfinished last line, now that it is ours
         if plan.todo:
             wls = dict(workloads) if workloads is not None else {}
             missing = [c for c in plan.todo if c.workload_key not in wls]

@@ -31,7 +31,8 @@ from typing import Any
 
 import yaml
 
-from radix_evict.sim.replay import default_policies
+from radix_evict.inputs import CONFIG_BYTES, InputFileError, read_text
+from radix_evict.sim.runs import default_policies
 from radix_evict.sim.sweep.grid import Grid, PolicyAxes
 from radix_evict.sim.sweep.sources import make_sources
 from radix_evict.sim.sweep.values import SweepValueError, parse_counts, parse_values
@@ -127,9 +128,9 @@ def _names(value: Any, what: str) -> list[str]:
 def read_grid_file(path: Path) -> GridParts:
     """Parse a YAML (.yaml/.yml) or TOML (.toml) grid file; errors name the file and key."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SweepValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        text = read_text(path, limit=CONFIG_BYTES, what="a grid file")
+    except InputFileError as exc:
+        raise SweepValueError(str(exc)) from None
     try:
         if path.suffix.lower() == ".toml":
             data: Any = tomllib.loads(text)
@@ -139,6 +140,8 @@ def read_grid_file(path: Path) -> GridParts:
             raise SweepValueError(f"{path}: a grid file ends in .yaml, .yml or .toml")
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         raise SweepValueError(f"{path}: not valid {path.suffix[1:].upper()}: {exc}") from None
+    except RecursionError:
+        raise SweepValueError(f"{path}: nested too deeply to read") from None
     if not isinstance(data, Mapping):
         raise SweepValueError(f"{path}: expected a mapping of {', '.join(FILE_KEYS)}")
     unknown = [k for k in data if k not in FILE_KEYS]

@@ -5,6 +5,15 @@ a crash or Ctrl-C keeps every finished cell); ``.parquet`` (with pyarrow) is
 rewritten whole after each cell, through a temporary file and a rename, so
 it is never half written. A file may hold several rows of one cell (a
 failed cell that a rerun retried): the last one counts.
+
+Reading changes nothing: the file is read through :mod:`radix_evict.inputs`
+(a regular file, at most RESULT_BYTES), every row is checked against the row
+schema, and only then is the file known to be a result file. A last line cut
+short (a writer killed mid-line) is repaired, by dropping it, when the sweep
+starts writing (:meth:`ResultFile.open`), never by a dry run or a refusal.
+A sweep that writes holds an exclusive lock (``flock`` on ``NAME.lock``
+beside the file) from before it reads until it closes, so a second sweep on
+the same file is refused at once instead of overwriting the first's rows.
 """
 
 from __future__ import annotations
@@ -13,14 +22,21 @@ import csv
 import io
 import json
 import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
 from radix_evict.errors import RadixEvictError
-from radix_evict.sim.sweep.rows import FIELD_TYPES, OK, ROW_FIELDS
+from radix_evict.inputs import RESULT_BYTES, InputFileError, decode_utf8, read_bytes
+from radix_evict.sim.sweep.lock import FileLock, LockHeld
+from radix_evict.sim.sweep.schema import FIELD_TYPES, OK, ROW_FIELDS, RowError, check_row
 
 SUFFIXES = (".jsonl", ".csv", ".parquet")
+ROW_START = '{"cell": '  # how every JSON row this module writes begins
+
+
+def lock_name(path: Path) -> str:
+    """The lock file's name: ``NAME.lock`` beside the result file."""
+    return path.name + ".lock"
 
 
 class ResultFileError(RadixEvictError, ValueError):
@@ -58,96 +74,195 @@ def _flat(row: dict[str, Any]) -> dict[str, Any]:
             if FIELD_TYPES[k] == "json" else row.get(k) for k in ROW_FIELDS}
 
 
-def _typed(path: Path, line: int, raw: dict[str, Any]) -> dict[str, Any]:
+def _typed(raw: dict[str, Any]) -> dict[str, Any]:
     """A row read from CSV (all text) or Parquet (JSON text fields) with its types back."""
-    missing = [k for k in ("cell", "status") if k not in raw]
-    if missing:
-        raise ResultFileError(f"{path}:{line}: not a sweep row (no {', '.join(missing)} column)")
     out: dict[str, Any] = {}
-    for key in ROW_FIELDS:
-        value = raw.get(key)
-        kind = FIELD_TYPES[key]
+    for key, value in raw.items():
+        kind = FIELD_TYPES.get(key)
+        if kind is None or value is None or value == "" or not isinstance(value, str):
+            out[key] = None if value == "" else value
+            continue
         try:
-            if value is None or value == "":
-                out[key] = None
-            elif kind == "json":
-                out[key] = json.loads(value) if isinstance(value, str) else value
-            elif kind == "int":
-                out[key] = int(value)
-            elif kind == "float":
-                out[key] = float(value)
-            else:
-                out[key] = str(value)
+            out[key] = (json.loads(value) if kind == "json" else int(value) if kind == "int"
+                        else float(value) if kind == "float" else value)
         except ValueError:
-            raise ResultFileError(f"{path}:{line}: column {key}: cannot read {value!r}") from None
+            raise RowError(f"{key}: cannot read {value!r:.60}") from None
     return out
 
 
 class ResultFile:
-    """The rows already in ``path`` (if it exists), and a writer that adds more."""
+    """The rows already in ``path`` (if it exists), and, with ``write``, a writer that adds more.
 
-    def __init__(self, path: Path) -> None:
+    ``write`` takes the file's lock first (ResultFileError if another sweep
+    holds it), so the rows read are the rows the file will keep.
+    """
+
+    def __init__(self, path: Path, *, write: bool = False) -> None:
+        self._fh: IO[str] | None = None
+        self._csv: Any = None
+        self._lock: FileLock | None = None
         self.path = path
         self.format = check_path(path)
         self.rows: dict[str, dict[str, Any]] = {}
-        self._fh: IO[str] | None = None
-        self._csv: Any = None
-        if path.exists():
-            for row in self._read():
-                self.rows[row["cell"]] = row
+        self.torn = 0  # bytes of an unfinished last line, dropped when writing starts
+        self._newline = False  # the last row lacks its newline: add one before appending
+        if write:
+            self._lock = FileLock(path.with_name(lock_name(path)))
+            try:
+                self._lock.acquire()
+            except LockHeld as held:
+                self._lock = None
+                raise ResultFileError(
+                    f"{path}: another sweep is writing this file ({held}); wait for it to "
+                    "finish, or give this sweep another --out") from None
+            except OSError as exc:  # the directory cannot be written: say so before any cell
+                self._lock = None
+                raise ResultFileError(
+                    f"{path}: cannot write there (its lock file {lock_name(path)}: "
+                    f"{exc.strerror or exc})") from None
+        try:
+            if os.path.lexists(path):
+                for row in self._read():
+                    self.rows[row["cell"]] = row
+        except BaseException:
+            self.close()
+            raise
 
     # ------------------------------------------------------------------ reading
-    def _read(self) -> Iterable[dict[str, Any]]:
+    def _bytes(self) -> bytes:
+        try:
+            return read_bytes(self.path, limit=RESULT_BYTES, what="a sweep result file")
+        except InputFileError as exc:
+            raise ResultFileError(str(exc)) from None
+
+    def _read(self) -> list[dict[str, Any]]:
+        raw = self._bytes()
         if self.format == ".parquet":
-            table = _pyarrow(self.path).parquet.read_table(self.path)
-            return [_typed(self.path, i, r) for i, r in enumerate(table.to_pylist(), 1)]
-        text = self._text()
+            return self._read_parquet(raw)
+        try:
+            text = decode_utf8(self.path, raw, "a sweep result file")
+        except InputFileError as exc:
+            raise ResultFileError(str(exc)) from None
+        cut = text.rfind("\n") + 1  # complete lines end here; what follows is unfinished
+        body, tail = text[:cut], text[cut:]
         if self.format == ".csv":
-            reader = csv.DictReader(io.StringIO(text))
-            if reader.fieldnames is not None and list(reader.fieldnames) != list(ROW_FIELDS):
-                raise ResultFileError(
-                    f"{self.path}: its columns are not this version's sweep columns "
-                    f"({', '.join(ROW_FIELDS)}); write to a new file")
-            return [_typed(self.path, i, r) for i, r in enumerate(reader, 2)]
+            return self._read_csv(body, tail)
+        return self._read_jsonl(body.splitlines(), tail)
+
+    def _row(self, line: int, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise ResultFileError(f"{self.path}:{line}: not a JSON object")
+        try:
+            return check_row(data)
+        except RowError as exc:
+            raise ResultFileError(f"{self.path}:{line}: {exc}") from None
+
+    def _read_jsonl(self, lines: list[str], tail: str) -> list[dict[str, Any]]:
         rows = []
-        for i, line in enumerate(text.splitlines(), 1):
+        for i, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 data = json.loads(line)
             except ValueError:
                 raise ResultFileError(f"{self.path}:{i}: not a JSON row") from None
-            if not isinstance(data, dict):
-                raise ResultFileError(f"{self.path}:{i}: not a JSON object")
-            rows.append(_typed(self.path, i, {k: v for k, v in data.items()}))
+            rows.append(self._row(i, data))
+        if tail.strip():
+            n = len(lines) + 1
+            try:
+                rows.append(self._row(n, json.loads(tail)))  # a whole row, its newline missing
+                self._newline = True
+            except ValueError:
+                if not (tail.startswith(ROW_START) or ROW_START.startswith(tail)):
+                    raise ResultFileError(
+                        f"{self.path}:{n}: not a JSON row, and not the start of one a sweep "
+                        "writes (is this a sweep result file?); left as it is") from None
+                self.torn = len(tail.encode("utf-8"))
         return rows
 
-    def _text(self) -> str:
-        """The file's complete lines: a last line cut short (a killed writer) is dropped."""
-        text = self.path.read_text(encoding="utf-8")
-        if text and not text.endswith("\n"):
-            text = text[: text.rfind("\n") + 1]
-            self.path.write_text(text, encoding="utf-8")
-        return text
+    def _read_csv(self, body: str, tail: str) -> list[dict[str, Any]]:
+        header = ",".join(ROW_FIELDS)
+        if not body:
+            if tail and not header.startswith(tail):
+                raise ResultFileError(f"{self.path}: not a sweep result file (its first line is "
+                                      "not the sweep's header); left as it is")
+            self.torn = len(tail.encode("utf-8"))
+            return []
+        reader = csv.DictReader(io.StringIO(body))
+        if reader.fieldnames is not None and list(reader.fieldnames) != list(ROW_FIELDS):
+            raise ResultFileError(
+                f"{self.path}: its columns are not this version's sweep columns "
+                f"({', '.join(ROW_FIELDS)}); write to a new file")
+        rows = []
+        for record in reader:
+            line = reader.line_num
+            try:
+                rows.append(self._row(line, _typed(dict(record))))
+            except RowError as exc:
+                raise ResultFileError(f"{self.path}:{line}: {exc}") from None
+        self.torn = len(tail.encode("utf-8"))  # the header proved it a result file
+        return rows
+
+    def _read_parquet(self, raw: bytes) -> list[dict[str, Any]]:
+        pa = _pyarrow(self.path)
+        try:
+            table = pa.parquet.read_table(pa.BufferReader(raw))
+        except (pa.ArrowException, OSError) as exc:
+            raise ResultFileError(f"{self.path}: not a Parquet file a sweep wrote ({exc})"
+                                  ) from None
+        rows = []
+        for i, record in enumerate(table.to_pylist(), 1):
+            try:
+                rows.append(self._row(i, _typed(record)))
+            except RowError as exc:
+                raise ResultFileError(f"{self.path}: row {i}: {exc}") from None
+        return rows
 
     def finished(self) -> set[str]:
         """Keys of the cells that ran (a failed cell is run again)."""
         return {k for k, r in self.rows.items() if r.get("status") == OK}
 
     # ------------------------------------------------------------------ writing
+    def repair(self) -> int:
+        """Drop an unfinished last line (a writer killed mid-line); returns the bytes dropped.
+
+        Only a file opened with ``write`` (locked, and read as a result file).
+        """
+        if self._lock is None:
+            raise ResultFileError(f"{self.path}: opened for reading only")
+        dropped, self.torn = self.torn, 0
+        if dropped:
+            os.truncate(self.path, os.path.getsize(self.path) - dropped)
+        return dropped
+
+    def open(self) -> None:
+        """Make the file ready to append (repaired first); needs ``write``."""
+        self.repair()
+        if self.format == ".parquet" or self._fh is not None:
+            return
+        new = not self.path.exists() or self.path.stat().st_size == 0
+        self._fh = open(self.path, "a", encoding="utf-8", newline="")  # noqa: SIM115
+        if self._newline:
+            self._fh.write("\n")
+            self._newline = False
+        if self.format == ".csv":
+            self._csv = csv.DictWriter(self._fh, fieldnames=list(ROW_FIELDS))
+            if new:
+                self._csv.writeheader()
+                self._fh.flush()
+
     def add(self, row: dict[str, Any]) -> None:
-        """Record one finished cell, on disk before this returns."""
+        """Record one finished cell, on disk before this returns (checked against the schema)."""
+        try:
+            row = check_row(row)
+        except RowError as exc:  # our bug, not the user's: never write what we cannot read
+            raise ResultFileError(f"{self.path}: refusing to write a bad row: {exc}") from None
+        self.open()
         self.rows[row["cell"]] = row
         if self.format == ".parquet":
             self._rewrite_parquet()
             return
-        if self._fh is None:
-            new = not self.path.exists() or self.path.stat().st_size == 0
-            self._fh = open(self.path, "a", encoding="utf-8", newline="")  # noqa: SIM115
-            if self.format == ".csv":
-                self._csv = csv.DictWriter(self._fh, fieldnames=list(ROW_FIELDS))
-                if new:
-                    self._csv.writeheader()
+        assert self._fh is not None
         if self._csv is not None:
             self._csv.writerow(_flat(row))
         else:
@@ -165,10 +280,17 @@ class ResultFile:
         os.replace(tmp, self.path)
 
     def close(self) -> None:
+        """Close the writer and release the lock (safe to call twice)."""
         if self._fh is not None:
             self._fh.close()
             self._fh = None
             self._csv = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __del__(self) -> None:
+        self.close()
 
     def __enter__(self) -> ResultFile:
         return self

@@ -66,40 +66,82 @@ class BlockTrace(Workload):
         starts = np.cumsum([0] + [r.output_length for r in rows])[:-1]
         self._out_start = ((max_hash + 1) * self.block + starts).tolist()
         self.timed = rows[0].arrival is not None
+        # Each row's conversation root and turn number, and how many rows continue it: a
+        # parent comes before its children in the file (the reader links only to rows seen).
+        self._root: list[int] = []
+        self._turn: list[int] = []
+        self._children = [0] * len(rows)
+        for i, r in enumerate(rows):
+            if r.parent >= i:
+                raise TraceError(path, None, f"request {i} names a parent that comes after it "
+                                 f"(row {r.parent}); a turn continues an earlier one")
+            if r.parent >= 0:
+                self._root.append(self._root[r.parent])
+                self._turn.append(self._turn[r.parent] + 1)
+                self._children[r.parent] += 1
+            else:
+                self._root.append(i)
+                self._turn.append(0)
+        self.builds = 0  # arrays built by tokens_of (a count of the work, for tests)
+        self._reset()
 
     @property
     def num_requests(self) -> int:
         return len(self.rows)
 
     def tokens_of(self, i: int) -> npt.NDArray[np.int64]:
-        """Request ``i``'s prompt and reply as one array (a parent's, for its children)."""
-        chain = [i]
-        while self.rows[chain[-1]].parent >= 0:
+        """Request ``i``'s prompt and reply as one array (a parent's, for its children).
+
+        Built from the parent's array, not from the whole chain: a parent's
+        array is kept until its last child has been built, so a conversation
+        of n turns costs n array builds (linear in its tokens), not n^2 / 2.
+        An ancestor no longer kept is rebuilt once, kept along the way.
+        """
+        kept = self._kept.get(i)
+        if kept is not None:
+            return kept
+        chain = [i]  # back to the nearest ancestor whose array is kept (or the root)
+        while self.rows[chain[-1]].parent >= 0 and self.rows[chain[-1]].parent not in self._kept:
             chain.append(self.rows[chain[-1]].parent)
-        full = np.empty(0, dtype=np.int64)
-        for j in reversed(chain):  # oldest ancestor first: each turn extends the one before
-            r = self.rows[j]
-            own = np.empty(r.input_length + r.output_length, dtype=np.int64)
-            inherited = min(len(full), r.input_length)
-            own[:inherited] = full[:inherited]
-            pos = np.arange(inherited, r.input_length, dtype=np.int64)
-            own[inherited:r.input_length] = r.hash_ids[pos // self.block] * self.block + (
-                pos % self.block
-            )
-            own[r.input_length:] = np.arange(r.output_length, dtype=np.int64) + self._out_start[j]
-            full = own
+        top = self.rows[chain[-1]].parent
+        full = self._kept[top] if top >= 0 else np.empty(0, dtype=np.int64)
+        for j in reversed(chain):  # oldest first: each turn extends the one before
+            full = self._build(j, full)
         return full
+
+    def _build(self, j: int, inherited_from: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Row ``j``'s array from its parent's; kept while children of ``j`` are still to come."""
+        self.builds += 1
+        r = self.rows[j]
+        own = np.empty(r.input_length + r.output_length, dtype=np.int64)
+        inherited = min(len(inherited_from), r.input_length)
+        own[:inherited] = inherited_from[:inherited]
+        pos = np.arange(inherited, r.input_length, dtype=np.int64)
+        own[inherited:r.input_length] = r.hash_ids[pos // self.block] * self.block + (
+            pos % self.block)
+        own[r.input_length:] = np.arange(r.output_length, dtype=np.int64) + self._out_start[j]
+        if r.parent >= 0:
+            self._pending[r.parent] -= 1
+            if self._pending[r.parent] <= 0:
+                self._kept.pop(r.parent, None)  # its last child is built
+        if self._pending[j] > 0:
+            self._kept[j] = own
+        return own
 
     def request(self, i: int, arrival: float) -> Request:
         """Request ``i``; its session is its conversation's first turn (its root row)."""
         full = self.tokens_of(i)
         il = self.rows[i].input_length
-        root, turn = i, 0
-        while self.rows[root].parent >= 0:
-            root, turn = self.rows[root].parent, turn + 1
-        return Request(f"r{i}", full[:il], full[il:], 0, arrival, root, turn, "trace", full)
+        return Request(f"r{i}", full[:il], full[il:], 0, arrival, self._root[i], self._turn[i],
+                       "trace", full)
+
+    def _reset(self) -> None:
+        """Forget kept arrays: a new pass over the requests starts with every child to come."""
+        self._kept: dict[int, npt.NDArray[np.int64]] = {}
+        self._pending = list(self._children)
 
     def events(self) -> Iterator[Event]:
+        self._reset()
         if not self.timed:
             yield from self._sequential()
             return

@@ -9,7 +9,6 @@ names the valid ones.
 
 from __future__ import annotations
 
-import difflib
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -36,6 +35,7 @@ from radix_evict.sim.workloads.trace import (
     TraceParams,
     load_trace,
 )
+from radix_evict.suggest import did_you_mean
 
 DEFAULT_WORKLOAD = chat.NAME
 
@@ -56,8 +56,8 @@ class WorkloadSpec:
         values: dict[str, Any] = {}
         for key, value in params.items():
             if key not in known:
-                near = difflib.get_close_matches(key, sorted(known), n=1)
-                hint = f"; did you mean {near[0]!r}?" if near else ""
+                near = did_you_mean(key, sorted(known))
+                hint = f"; {near}" if near else ""
                 raise WorkloadError(
                     f"workload {self.name!r} has no parameter {key!r}{hint} "
                     f"(parameters: {', '.join(sorted(known))})"
@@ -109,10 +109,9 @@ def get_workload(name: str, seed: int = 0, **params: Any) -> SessionWorkload:
     """Build workload ``name`` for ``seed``; unknown names and parameters raise WorkloadError."""
     spec = WORKLOADS.get(name)
     if spec is None:
-        near = [w for w in WORKLOADS if w.startswith(name)] or difflib.get_close_matches(
-            name, list(WORKLOADS), n=1
-        )
-        hint = f"; did you mean {near[0]!r}?" if near else ""
+        prefix = next((w for w in WORKLOADS if w.startswith(name)), None)
+        near = f"did you mean {prefix!r}?" if prefix else did_you_mean(name, WORKLOADS)
+        hint = f"; {near}" if near else ""
         raise WorkloadError(f"unknown workload {name!r}{hint} (choices: {', '.join(WORKLOADS)})")
     seed = check_int("seed", seed, 0, type_error=WorkloadTypeError, value_error=WorkloadError)
     return spec.build(seed, **params)

@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from radix_evict.cache.args import is_integer
 from radix_evict.errors import RadixEvictError
+from radix_evict.inputs import TRACE_BYTES, InputFileError, open_lines
 from radix_evict.sim.workloads.base import (
     Event,
     Request,
@@ -153,14 +154,18 @@ def json_record(path: str, n: int, line: str, fields: tuple[str, ...] = ()) -> d
 
 
 def _lines(path: str) -> Iterator[tuple[int, str]]:
-    """(1-based line number, text) of a UTF-8 file; read errors become TraceError."""
+    """(1-based line number, text) of a UTF-8 trace, read through :mod:`radix_evict.inputs`.
+
+    A regular file of at most TRACE_BYTES (a FIFO or ``/dev/zero`` would block
+    or never end); a file that cannot be read is a TraceFileError, text that
+    is not UTF-8 a TraceError.
+    """
     try:
-        with open(path, encoding="utf-8") as fh:
-            yield from enumerate(fh, 1)
-    except OSError as e:
-        raise TraceFileError(path, None, f"cannot read: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise TraceError(path, None, f"not UTF-8 text ({e.reason})") from None
+        yield from enumerate(open_lines(path, limit=TRACE_BYTES, what="a trace"), 1)
+    except InputFileError as e:
+        if e.type == "not_utf8":
+            raise TraceError(path, None, e.reason) from None
+        raise TraceFileError(path, None, e.reason) from None
 
 
 def _token_runs(

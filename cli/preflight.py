@@ -1,9 +1,10 @@
-"""What ``simulate`` checks before any replay: pool and page sizes, parameters, output files.
+"""What ``simulate`` and ``sweep`` check before any replay: pool and page sizes, output files.
 
-A replay of a built-in workload takes seconds and a trace's minutes; a pool
-smaller than one page, a pool larger than the machine's memory, or a
-``--plot`` into a directory that cannot be written must fail before that,
-with a message naming the option, not after it with a traceback.
+A replay of a built-in workload takes seconds and a trace's minutes (a
+sweep, hours); a pool smaller than one page, a pool larger than the
+machine's memory, or a ``--plot`` into a directory that cannot be written
+must fail before that, with a message naming the option, not after it with
+a traceback. Both commands call these same checks.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from radix_evict.sim.workloads import Workload
 
 from .errors import EXIT_USAGE, CliError
 from .options import Param
+from .plotting import PLOT_SUFFIXES, pyplot
 
 # What a replay's pool costs per token (the slot free list and per-slot
 # bookkeeping; measured: ~24 bytes a token for KVPool(layers=0)).
@@ -97,3 +99,11 @@ def check_output(path: Path | None, option: str, suffixes: Sequence[str] = ()) -
     except OSError as exc:
         raise CliError(f"{option} {path}: cannot write there: {exc.strerror or exc}",
                        EXIT_USAGE) from None
+
+
+def check_plot(path: Path | None) -> None:
+    """``--plot``: a name we can draw, a place we can write, and matplotlib installed."""
+    if path is None:
+        return
+    check_output(path, "--plot", PLOT_SUFFIXES)
+    pyplot()  # matplotlib missing: say so now, not after the replays

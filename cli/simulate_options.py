@@ -1,0 +1,67 @@
+"""``simulate``'s options: names, types and help, apart from what the command does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from radix_evict.sim.workloads import DEFAULT_WORKLOAD
+
+PolicyOpt = Annotated[list[str] | None, typer.Option(
+    "--policy", "-p",
+    help="Policy to replay (repeatable): one of {choices}. Default: the five public ones.")]
+ConfigOpt = Annotated[list[str] | None, typer.Option(
+    "--config", "-c",
+    help="Policy config (repeatable): JSON for the --policy in the same position, or NAME=JSON, "
+         "or @FILE. tlru without one gets a config derived from the workload.")]
+WorkloadOpt = Annotated[str | None, typer.Option(
+    "--workload", "-w",
+    help=f"Built-in workload, 'A,B' or 'all' for a policy x workload matrix "
+         f"(default {DEFAULT_WORKLOAD}; see --list-workloads).")]
+ParamOpt = Annotated[list[str] | None, typer.Option(
+    "--param", "-P",
+    help="Workload parameter KEY=VALUE or WORKLOAD.KEY=VALUE (repeatable), e.g. convs=50.")]
+TraceOpt = Annotated[Path | None, typer.Option(
+    "--trace",
+    help="JSONL trace: Mooncake (512-token blocks), Alibaba Bailian/Qwen (16-token blocks, "
+         "linked turns) or ServeGen offline, detected from the first record (see "
+         "--trace-format); default pool 4,000,000 tokens.")]
+TraceFormatOpt = Annotated[str, typer.Option(
+    "--trace-format",
+    help="With --trace: 'auto' (detect from the first record) or an installed format: "
+         "mooncake, bailian, servegen, or one a package adds (entry points "
+         "radix_evict.trace_formats).")]
+BlockSizeOpt = Annotated[int | None, typer.Option(
+    "--block-size", min=1,
+    help="With --trace: tokens per hash_id block (default: the format's; ServeGen needs it).")]
+PoolOpt = Annotated[int | None, typer.Option(
+    "--pool-tokens", min=1, help="KV pool size in tokens (default: the workload's).")]
+PageOpt = Annotated[int, typer.Option("--page-size", min=1, help="Tokens per KV page.")]
+SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Workload (and model) seed.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+PlotOpt = Annotated[Path | None, typer.Option(
+    "--plot",
+    help="Write a PNG: hit rate and tail uncached tokens per policy, and hit rate over time.")]
+MetricsOpt = Annotated[Path | None, typer.Option(
+    "--enable-metrics", help="Write the cache counters in Prometheus text format.")]
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", help="Replay through a real decoder with K/V in the pool: 'tiny'.")]
+DeviceOpt = Annotated[str, typer.Option("--device", help="With --model: auto, cpu or cuda.")]
+BaselineOpt = Annotated[bool, typer.Option(
+    "--baseline/--no-baseline", help="With --model: also run without a cache.")]
+ProgressOpt = Annotated[bool, typer.Option(
+    "--progress/--no-progress", help="Progress bar on a terminal for runs over a second.")]
+ListOpt = Annotated[bool, typer.Option(
+    "--list-workloads", help="List the built-in workloads and their parameters.")]
+OracleOpt = Annotated[bool, typer.Option(
+    "--oracle",
+    help="Also replay the offline bound (Belady: evict the leaf used again farthest in the "
+         "future) and the infinite-pool ceiling; adds an 'oracle' row and each policy's share "
+         "of the lru-to-oracle gap. A reference, not a policy you can run.")]
+JobsOpt = Annotated[int | None, typer.Option(
+    "--jobs", "-j", min=1,
+    help="Worker processes for the replays (default: planned from the cores; more processes "
+         "than cores when that finishes sooner, e.g. 3 for 5 replays on 2 cores). "
+         "The figures do not depend on it.")]
