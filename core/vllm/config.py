@@ -66,8 +66,11 @@ def radix_config(extra: Mapping[str, Any], policy: str) -> Any:
 
 def wrong_class_hint(name: str, choices: list[str]) -> str:
     """For an ``eviction_policy`` this module cannot serve: what it probably meant."""
-    guess = did_you_mean(name, [CLASS_PREFIX + c for c in choices] + choices)
     named = ", ".join(CLASS_PREFIX + c for c in choices)
+    if name in choices:
+        guess = f"did you mean {CLASS_PREFIX + name!r}?"
+    else:
+        guess = did_you_mean(name, [CLASS_PREFIX + c for c in choices]) or ""
     hint = f"; {guess}" if guess else ""
     return (f"module 'radix_evict.vllm' serves {EVICTION_POLICY_KEY} values "
             f"{CLASS_PREFIX}<policy> ({named}){hint}")
