@@ -1,4 +1,4 @@
-"""Hit rates of vLLM 0.33.0's CPU offload tier on Mooncake traces: vLLM's policies and radix-evict's.
+"""Hit rates of vLLM 0.33.0's CPU offload tier on Mooncake traces, its policies and radix-evict's.
 
     python bench/bench_vllm_offload.py                      # the table in docs/vllm.md
     python bench/bench_vllm_offload.py --limit 2000 --capacity 1024 --json

@@ -52,7 +52,7 @@ class _RequestKeys:
     by_owner: dict[int, _Seen] = field(default_factory=dict)
 
 
-class RadixEvictCachePolicy(CachePolicy):  # type: ignore[misc]
+class RadixEvictCachePolicy(CachePolicy):
     """A radix-evict policy ranking vLLM's offloaded chunks as leaves of a prefix tree."""
 
     radix_evict_policy: ClassVar[str] = ""

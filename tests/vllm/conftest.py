@@ -1,4 +1,4 @@
-"""vLLM 0.33.0's offload modules for every test here that asks for ``vllm`` (skipped if not built)."""
+"""vLLM 0.33.0's offload modules for the tests here that ask for ``vllm`` (skip if not built)."""
 
 from __future__ import annotations
 

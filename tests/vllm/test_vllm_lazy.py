@@ -42,3 +42,23 @@ def test_building_a_class_needs_vllm() -> None:
                          capture_output=True, text=True, check=False)
     assert out.returncode != 0 and "No module named 'vllm'" in out.stderr
     assert radix_evict.__version__
+
+
+def test_vllm_is_imported_at_module_level_only_by_the_module_vllm_loads() -> None:
+    """``cache_policy`` imports vLLM at the top; only ``policy_class`` loads it, by name."""
+    import ast
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "core" / "vllm"
+    eager, loads = [], []
+    for path in sorted(folder.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                    else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(m.split(".")[0] == "vllm" for m in mods):
+                eager.append(path.name)
+            if any(m == "radix_evict.vllm.cache_policy" for m in mods):
+                loads.append(path.name)
+    assert sorted(set(eager)) == ["cache_policy.py"]
+    assert loads == []

@@ -18,7 +18,8 @@ TRACE_FILES = sorted(TRACES.glob("*.jsonl")) if TRACES.is_dir() else []
 
 
 def run(policy: str, chains: list[list[int]], capacity: int) -> tuple[ReplayResult, object]:
-    module = {"cache_policy_module_path": "radix_evict.vllm"} if policy.startswith("radix_evict_") else {}
+    ours = policy.startswith("radix_evict_")
+    module = {"cache_policy_module_path": "radix_evict.vllm"} if ours else {}
     manager = build_manager({"eviction_policy": policy, **module}, num_chunks=capacity)
     return replay(manager, chains, concurrency=2), manager._policy
 
