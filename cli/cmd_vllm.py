@@ -21,7 +21,7 @@ app = typer.Typer(
 
 PolicyOpt = Annotated[str | None, typer.Option(
     "--eviction-policy",
-    help="kv_connector_extra_config's eviction_policy: vLLM's lru/arc, or radix_evict_<policy>.")]
+    help="kv_connector_extra_config's eviction_policy: vLLM's lru/arc, or radix_evict_POLICY.")]
 ModuleOpt = Annotated[str | None, typer.Option(
     "--cache-policy-module-path",
     help="kv_connector_extra_config's cache_policy_module_path (radix-evict's: radix_evict.vllm).")]

@@ -139,3 +139,39 @@ def test_clear_starts_the_policy_afresh() -> None:
     chain(t, [1])
     t.clear()
     assert len(made) == 2 and t.policy is made[1] and len(t) == 0
+
+
+class Garbage(Boom):
+    def score(self, node: Any) -> Any:
+        return float("nan") if self.armed else float(node.last_access_time)
+
+
+def test_a_score_that_is_not_a_number_is_refused_naming_the_policy() -> None:
+    t = ChunkTree(Garbage)
+    chain(t, [1, 2])
+    t.policy.armed = True  # type: ignore[attr-defined]
+    t.touch([k(2)])
+    with pytest.raises(PolicyError, match="policy 'boom'.*nan"):
+        t.evict(1)
+    assert len(t) == 2 and t.problems() == []
+
+
+class Countdown(EvictionPolicy):
+    """Volatile: the score reads outside state (a global budget), re-read on every evict."""
+
+    name = "countdown"
+    volatile_score = True
+    favourite = 1
+
+    def score(self, node: Any) -> float:
+        return 0.0 if node.value == k(Countdown.favourite) else 1.0
+
+
+def test_volatile_scores_are_taken_afresh_on_every_evict() -> None:
+    t = ChunkTree(Countdown)
+    for i in (1, 2, 3):
+        t.insert(k(i), None, None, pinned=False)
+    Countdown.favourite = 2
+    assert keys(t.evict(1)) == [2]
+    Countdown.favourite = 3  # nothing touched node 3: only a re-score sees the change
+    assert keys(t.evict(1)) == [3]
