@@ -94,3 +94,20 @@ def test_bad_input_is_refused_before_vllm_is_asked(vllm: types.ModuleType, args:
                                                    code: int) -> None:
     r = run_cli("vllm", "check", *args)
     assert r.exit_code == code and r.stdout == ""
+
+
+def test_without_vllms_spec_the_manager_is_built_directly(
+    vllm: types.ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where vLLM's spec module does not import (its GPU worker, say), the check still builds
+    the policy through vLLM's manager, and the policy still finds its launch config."""
+    from radix_evict.vllm import names
+
+    monkeypatch.setattr(names, "SPEC_MODULE", "no_such_vllm_spec")
+    code, data = check_json("--eviction-policy", "radix_evict_gdsf", *OURS,
+                            "--radix-eviction-config", '{"credit": 2.5}')
+    assert code == 0 and "'credit': 2.5" in data["runs"]
+    assert data["built_with"].startswith("CPUOffloadingManager (vLLM's CPUOffloadingSpec")
+    code, data = check_json("--eviction-policy", "radix_evict_gdsf", *OURS,
+                            "--radix-eviction-config", '{"credit": -1}')
+    assert code == 1 and data["problems"][0]["key"] == "credit"
