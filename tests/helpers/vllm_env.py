@@ -11,6 +11,8 @@ chain touches beyond them is GPU- or server-sized and is never called on this pa
 
 - the ``__init__`` of ``vllm`` and of the ``vllm.distributed`` packages down to the offload
   connector (they import the whole engine, NCCL groups, ZMQ) do not run: bare packages;
+- what stood for ``vllm`` before goes: SGLang's test stub, or ``tests/vllm`` imported as a
+  namespace package (``tests/`` is on sys.path);
 - ``STUB_MODULES`` import as permissive stubs (``tests/helpers/sglang_env.py``'s stub
   type): ``vllm.config`` (type annotations only), the process groups, the connector
   factory, the platform probe, the GPU worker and the shared-memory region. Two facts stay
@@ -90,6 +92,26 @@ def _bare_package(name: str) -> types.ModuleType:
     return module
 
 
+def _take_vllm_back_from_sglangs_stubs() -> None:
+    """Make ``vllm`` this environment's, whatever stood for it before.
+
+    tests/helpers/sglang_env.py serves ``vllm`` as a stub when it is not installed (SGLang
+    probes for it), and with ``tests/`` on sys.path the folder ``tests/vllm`` imports as a
+    namespace package ``vllm``; neither may shadow vLLM's own code once this is loaded.
+    """
+    for finder in sys.meta_path:
+        roots = getattr(finder, "roots", None)
+        if isinstance(roots, frozenset) and "vllm" in roots:
+            finder.roots = roots - {"vllm"}  # type: ignore[attr-defined]
+    src = str(SRC_DIR)
+    for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
+        module = sys.modules[name]
+        paths = [str(p) for p in getattr(module, "__path__", [])]
+        where = getattr(module, "__file__", None) or (paths[0] if paths else "")
+        if isinstance(module, _StubModule) or not str(where).startswith(src):
+            del sys.modules[name]
+
+
 def _install() -> None:
     if "vllm.v1.kv_offload.cpu.manager" in sys.modules:
         return
@@ -99,6 +121,7 @@ def _install() -> None:
     if site not in sys.path:
         sys.path.append(site)  # last: the venv's own packages win
     importlib.invalidate_caches()
+    _take_vllm_back_from_sglangs_stubs()
     for name in BARE_PACKAGES:
         module = sys.modules.setdefault(name, _bare_package(name))
         parent, _, child = name.rpartition(".")
