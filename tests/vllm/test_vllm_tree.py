@@ -151,7 +151,7 @@ def test_a_score_that_is_not_a_number_is_refused_naming_the_policy() -> None:
     chain(t, [1, 2])
     t.policy.armed = True  # type: ignore[attr-defined]
     t.touch([k(2)])
-    with pytest.raises(PolicyError, match="policy 'boom'.*nan"):
+    with pytest.raises(PolicyError, match=r"policy 'boom'.*nan"):
         t.evict(1)
     assert len(t) == 2 and t.problems() == []
 
