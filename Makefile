@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install simulate test lint typecheck imports docs bench clean sglang-env
+.PHONY: install simulate test lint typecheck imports docs bench clean sglang-env vllm-env
 
 # setup.py compiles these (core/cache/compiled.py lists them): an edit needs a rebuild.
 COMPILED := $(addprefix core/cache/,$(addsuffix .py,args tree eviction ownership slots pool radix_cache))
@@ -37,6 +37,24 @@ $(SGLANG_STAMP): tests/sglang_env_requirements.txt | $(STAMP)
 
 sglang-env: $(SGLANG_STAMP)
 
+# vLLM 0.33.0's own code for the integration tests (tests/helpers/vllm_env.py loads it): as for
+# SGLang, the wheel is downloaded (--no-deps) and unpacked, never pip-installed; its CPU offload
+# modules (kv_offload/cpu: the manager, the policy base and factory, the spec) need only the
+# small packages listed in tests/vllm_env_requirements.txt beyond radix-evict's own venv.
+VLLM_VERSION := 0.33.0
+VLLM_ENV     := build/vllm-env
+VLLM_STAMP   := $(VLLM_ENV)/.built-$(VLLM_VERSION)
+
+$(VLLM_STAMP): tests/vllm_env_requirements.txt | $(STAMP)
+	rm -rf $(VLLM_ENV)
+	mkdir -p $(VLLM_ENV)/wheel
+	$(PIP) download --no-deps --no-input -q "vllm==$(VLLM_VERSION)" -d $(VLLM_ENV)/wheel
+	$(PY) -m zipfile -e $(VLLM_ENV)/wheel/vllm-$(VLLM_VERSION)-*.whl $(VLLM_ENV)/src
+	$(PIP) install --no-deps --no-input -q --target $(VLLM_ENV)/site -r tests/vllm_env_requirements.txt
+	touch $@
+
+vllm-env: $(VLLM_STAMP)
+
 simulate: $(STAMP)
 	$(VENV)/bin/radix-evict simulate
 
@@ -61,7 +79,7 @@ imports: $(STAMP)
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(CURDIR)/build/site
 
-test: lint typecheck imports docs sglang-env
+test: lint typecheck imports docs sglang-env vllm-env
 	$(PY) -m pytest -q tests
 	cd plugins_example && ../$(PY) -m pytest -q tests
 

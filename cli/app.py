@@ -28,6 +28,7 @@ from . import (
     cmd_simulate,
     cmd_sweep,
     cmd_validate,
+    cmd_vllm,
     output,
 )
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, INTERRUPTED, CliState, emit_error_json, report
@@ -146,6 +147,7 @@ app.command("schema")(cmd_schema.schema)
 app.command("simulate", cls=PolicyHelpCommand)(cmd_simulate.simulate)
 app.command("sweep", cls=PolicyHelpCommand)(cmd_sweep.sweep)
 app.add_typer(cmd_sglang.app, name="sglang")
+app.add_typer(cmd_vllm.app, name="vllm")
 
 
 def main() -> None:

@@ -1,0 +1,120 @@
+"""``radix-evict vllm check``: what vLLM 0.33.0, here, would do with this offload config."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from radix_evict.inputs import CONFIG_BYTES, InputError, InputFileError, load_json, read_text
+from radix_evict.vllm.check import VllmCheckReport, check
+
+from . import output
+from .errors import EXIT_INVALID, EXIT_OK, EXIT_USAGE, CliError, mark_json
+
+app = typer.Typer(
+    name="vllm",
+    help="Deploy radix-evict's policies in vLLM's CPU offload tier: check where you stand.",
+    no_args_is_help=True,
+)
+
+PolicyOpt = Annotated[str | None, typer.Option(
+    "--eviction-policy",
+    help="kv_connector_extra_config's eviction_policy: vLLM's lru/arc, or radix_evict_POLICY.")]
+ModuleOpt = Annotated[str | None, typer.Option(
+    "--cache-policy-module-path",
+    help="kv_connector_extra_config's cache_policy_module_path (radix-evict's: radix_evict.vllm).")]
+ConfigOpt = Annotated[str | None, typer.Option(
+    "--radix-eviction-config",
+    help="kv_connector_extra_config's radix_eviction_config: a JSON object (or @FILE).")]
+TransferOpt = Annotated[str | None, typer.Option(
+    "--kv-transfer-config",
+    help="The whole --kv-transfer-config vLLM takes: a JSON object (or @FILE); the options "
+         "above override its kv_connector_extra_config keys.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")]
+
+
+def _json_object(flag: str, value: str | None) -> dict[str, Any] | None:
+    """A JSON object option: the text, or ``@FILE`` read through radix_evict.inputs."""
+    if value is None:
+        return None
+    text = value
+    if value.startswith("@"):
+        try:
+            text = read_text(value[1:], limit=CONFIG_BYTES, what=f"{flag} file")
+        except InputFileError as e:
+            raise CliError(f"{flag} {value}: {e}", EXIT_USAGE) from None
+    try:
+        data = load_json(text, what=flag)
+    except (InputError, ValueError) as e:
+        raise CliError(f"{flag} is not JSON ({e}); vLLM refuses it when parsing its "
+                       "arguments", EXIT_INVALID) from None
+    if not isinstance(data, dict):
+        raise CliError(f"{flag} must be a JSON object, got {type(data).__name__}",
+                       EXIT_INVALID)
+    return data
+
+
+@app.command("check")
+def check_command(
+    ctx: typer.Context,
+    policy: PolicyOpt = None,
+    module_path: ModuleOpt = None,
+    config: ConfigOpt = None,
+    transfer: TransferOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """vLLM's version, the policy names it accepts, and for an offload config: the error vLLM
+    would raise when it builds the policy, or what would run.
+
+    Exit codes: 0 vLLM would run it, 1 it would fail, 2 no vLLM here (or an unreadable file).
+    """
+    mark_json(ctx.obj, json_out)
+    kv = _json_object("--kv-transfer-config", transfer)
+    radix = _json_object("--radix-eviction-config", config)
+    try:
+        report = check(kv, eviction_policy=policy, cache_policy_module_path=module_path,
+                       radix_eviction_config=radix)
+    except ValueError as e:  # a kv_connector_extra_config that is not an object
+        raise CliError(f"--kv-transfer-config: {e}", EXIT_INVALID) from None
+    code = exit_code(report)
+    if json_out:
+        output.emit_json({"status": "ok" if code == EXIT_OK else "problem", **report.to_dict()})
+    else:
+        for line in report_lines(report):
+            output.stdout().print(line, markup=False, highlight=False)
+    if code != EXIT_OK:
+        raise typer.Exit(code)
+
+
+def exit_code(report: VllmCheckReport) -> int:
+    if report.vllm_error is not None:
+        return EXIT_USAGE
+    return EXIT_OK if report.ok else EXIT_INVALID
+
+
+def report_lines(r: VllmCheckReport) -> list[str]:
+    """The report for people: one fact per line, problems said plainly."""
+    if r.vllm_error is not None:
+        return [f"vLLM: not importable here ({r.vllm_error}); install vllm=="
+                f"{r.supported_version} in this environment and run the check again"]
+    lines = [f"vLLM: {r.vllm_version or 'unknown version'}"]
+    if r.kv_connector is not None:
+        lines.append(f"kv_connector: {r.kv_connector}")
+    lines.append("vLLM's own eviction_policy names (they win over any module's): "
+                 + ", ".join(r.vllm_policies))
+    lines.append("radix-evict's, with cache_policy_module_path radix_evict.vllm: "
+                 + ", ".join(r.radix_evict_policies))
+    cfg = "" if r.radix_eviction_config is None else (
+        f", radix_eviction_config {json.dumps(r.radix_eviction_config)}")
+    where = f" from {r.cache_policy_module_path}" if r.cache_policy_module_path else ""
+    setting = f"eviction_policy {r.eviction_policy!r}{where}{cfg}"
+    if r.ok:
+        lines.append(f"{setting}: OK, runs {r.runs}")
+        lines.append(f"  built by {r.built_with}")
+    else:
+        lines.append(f"{setting}: vLLM would fail to start:")
+        lines += ["  " + x for x in (r.error or "").splitlines()]
+    lines += [f"note: {n}" for n in r.notes]
+    return lines
