@@ -11,8 +11,7 @@ chain touches beyond them is GPU- or server-sized and is never called on this pa
 
 - the ``__init__`` of ``vllm`` and of the ``vllm.distributed`` packages down to the offload
   connector (they import the whole engine, NCCL groups, ZMQ) do not run: bare packages;
-- what stood for ``vllm`` before goes: SGLang's test stub, or ``tests/vllm`` imported as a
-  namespace package (``tests/`` is on sys.path);
+- what stood for ``vllm`` before goes: SGLang's test stub (SGLang probes for vLLM);
 - ``STUB_MODULES`` import as permissive stubs (``tests/helpers/sglang_env.py``'s stub
   type): ``vllm.config`` (type annotations only), the process groups, the connector
   factory, the platform probe, the GPU worker and the shared-memory region. Two facts stay
@@ -96,8 +95,8 @@ def _take_vllm_back_from_sglangs_stubs() -> None:
     """Make ``vllm`` this environment's, whatever stood for it before.
 
     tests/helpers/sglang_env.py serves ``vllm`` as a stub when it is not installed (SGLang
-    probes for it), and with ``tests/`` on sys.path the folder ``tests/vllm`` imports as a
-    namespace package ``vllm``; neither may shadow vLLM's own code once this is loaded.
+    probes for it); it may not shadow vLLM's own code once this is loaded. (The tests'
+    folder is ``tests/vllm_offload``: a ``tests/vllm`` would be a namespace package ``vllm``.)
     """
     for finder in sys.meta_path:
         roots = getattr(finder, "roots", None)
