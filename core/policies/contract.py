@@ -7,7 +7,19 @@ evicts the lowest score first and breaks equal scores by
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast, get_args, get_origin
+from collections.abc import Callable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Final,
+    Generic,
+    NamedTuple,
+    TypeVar,
+    cast,
+    get_args,
+    get_origin,
+)
 
 from pydantic import BaseModel, ConfigDict
 
@@ -15,6 +27,9 @@ if TYPE_CHECKING:
     from radix_evict.cache.tree import TreeNode
 
 Score = float | int | tuple[Any, ...]
+
+# The policy a cache, a simulation or a command runs when none is named (SGLang's default).
+DEFAULT_POLICY: Final = "lru"
 
 
 class PolicyConfig(BaseModel):
@@ -103,3 +118,33 @@ def _config_parameter(cls: type) -> type[PolicyConfig] | None:
             if args and isinstance(args[0], type) and issubclass(args[0], PolicyConfig):
                 return args[0]
     return None
+
+
+# --------------------------------------------------------------------------- lifecycle callbacks
+# What each callback means and the rules that keep the driver exact: radix_evict.policies.lifecycle.
+
+NodeCallback = Callable[["TreeNode"], Any]
+SplitCallback = Callable[["TreeNode", "TreeNode"], Any]
+
+CALLBACKS = ("on_insert", "on_hit", "on_split", "on_evict")
+
+
+class Callbacks(NamedTuple):
+    """The callbacks a policy defines (None for each it does not)."""
+
+    on_insert: NodeCallback | None
+    on_hit: NodeCallback | None
+    on_split: SplitCallback | None
+    on_evict: NodeCallback | None
+
+
+def callbacks_of(policy: object) -> Callbacks:
+    """The policy's callbacks, looked up once (the cache keeps them for its life)."""
+    found = []
+    for name in CALLBACKS:
+        fn = getattr(policy, name, None)
+        if fn is not None and not callable(fn):
+            raise TypeError(f"policy {getattr(policy, 'name', policy)!r}: {name} must be a "
+                            f"method, got {type(fn).__name__}")
+        found.append(fn)
+    return Callbacks(*found)

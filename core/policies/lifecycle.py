@@ -58,34 +58,13 @@ equal a from-scratch ``score()`` of it (``check_cache_invariants``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+# The callbacks are part of the policy contract (the cache reads them from there).
+from radix_evict.policies.contract import (
+    CALLBACKS,
+    Callbacks,
+    NodeCallback,
+    SplitCallback,
+    callbacks_of,
+)
 
-if TYPE_CHECKING:
-    from radix_evict.cache.tree import TreeNode
-
-NodeCallback = Callable[["TreeNode"], Any]
-SplitCallback = Callable[["TreeNode", "TreeNode"], Any]
-
-CALLBACKS = ("on_insert", "on_hit", "on_split", "on_evict")
-
-
-class Callbacks(NamedTuple):
-    """The callbacks a policy defines (None for each it does not)."""
-
-    on_insert: NodeCallback | None
-    on_hit: NodeCallback | None
-    on_split: SplitCallback | None
-    on_evict: NodeCallback | None
-
-
-def callbacks_of(policy: object) -> Callbacks:
-    """The policy's callbacks, looked up once (the cache keeps them for its life)."""
-    found = []
-    for name in CALLBACKS:
-        fn = getattr(policy, name, None)
-        if fn is not None and not callable(fn):
-            raise TypeError(f"policy {getattr(policy, 'name', policy)!r}: {name} must be a "
-                            f"method, got {type(fn).__name__}")
-        found.append(fn)
-    return Callbacks(*found)
+__all__ = ["CALLBACKS", "Callbacks", "NodeCallback", "SplitCallback", "callbacks_of"]

@@ -36,6 +36,7 @@ from radix_evict.policies.config import (
     describe_model,
     validate_config,
 )
+from radix_evict.policies import resolve
 from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
 from radix_evict.policies.plugins import (
     ENV_VAR,
@@ -487,6 +488,11 @@ class Registry:
                 return spec
         return None
 
+    def origin_of(self, policy: EvictionPolicy[Any]) -> tuple[str | None, str | None]:
+        """(source, distribution) of the spec that registered ``policy``'s class; Nones if none."""
+        spec = self.spec_of(policy)
+        return (spec.source, spec.distribution) if spec is not None else (None, None)
+
     def load_policy(self, name: str, config: ConfigInput | Any = None) -> EvictionPolicy:
         """Build policy ``name`` with a validated config (None, a dict, a JSON string or
         an instance of its config model)."""
@@ -622,6 +628,7 @@ def _rewrite_refs(node: Any, prefix: str) -> Any:
 
 
 registry = Registry()
+resolve.install(registry)  # RadixCache(policy=NAME) resolves names through this registry
 
 
 def load_policy(name: str, config: ConfigInput | Any = None) -> EvictionPolicy:
