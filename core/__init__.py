@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and readers
     from radix_evict.cache.stats import CacheStats
     from radix_evict.cache.tree import TreeNode
     from radix_evict.errors import (
+        CacheBusyError,
         ConfigProblem,
         PluginError,
         PluginLoadError,
@@ -45,6 +46,7 @@ _LAZY = {
     "RadixCache": "radix_evict.cache.radix_cache",
     "CacheStats": "radix_evict.cache.stats",
     "TreeNode": "radix_evict.cache.tree",
+    "CacheBusyError": "radix_evict.errors",
     "ConfigProblem": "radix_evict.errors",
     "PluginError": "radix_evict.errors",
     "PluginLoadError": "radix_evict.errors",
@@ -86,6 +88,7 @@ if _stale := stale_modules():
 
 __all__ = [
     "Allocator",
+    "CacheBusyError",
     "CacheStats",
     "ConfigProblem",
     "EvictionPolicy",

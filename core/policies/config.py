@@ -23,7 +23,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic.types import Strict
 from pydantic_core import PydanticUndefined
 
-from radix_evict.errors import ConfigProblem
+from radix_evict.errors import ConfigProblem, ProblemType
+from radix_evict.inputs import InputError, load_json
 from radix_evict.policies.contract import PolicyConfig
 from radix_evict.suggest import did_you_mean
 
@@ -63,9 +64,15 @@ def parse_json_config(policy: str, text: str) -> tuple[Any, list[ConfigProblem]]
 
     ``NaN``/``Infinity`` decode (validation then rejects them by key) but a
     key given twice is an error: JSON libraries keep the last one silently.
+    Read through :func:`radix_evict.inputs.load_json`, so deep nesting, huge
+    numbers and huge documents are refused as ``input_limit`` problems.
     """
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates), []
+        return load_json(text, what="the config", object_pairs_hook=_no_duplicates), []
+    except InputError as e:  # nested too deeply, a number too long, too large: refused unread
+        problem = ConfigProblem(policy=policy, key=None, type=ProblemType.INPUT_LIMIT,
+                                msg=str(e))
+        return None, [problem]
     except _DuplicateKeyError as e:
         problem = ConfigProblem(
             policy=policy,
@@ -87,6 +94,9 @@ def parse_json_config(policy: str, text: str) -> tuple[Any, list[ConfigProblem]]
         return None, [problem]
 
 
+_SHOWN_INT_BITS = 200  # about 60 digits: longer integers are described by their length
+
+
 def _describe_value(value: Any) -> str:
     """How a value reads in JSON terms, for messages (``the string '4'``)."""
     if value is None:
@@ -94,6 +104,8 @@ def _describe_value(value: Any) -> str:
     if isinstance(value, bool):
         return f"the boolean {'true' if value else 'false'}"
     if isinstance(value, int):
+        if value.bit_length() > _SHOWN_INT_BITS:  # str() of a 4,300-digit int raises
+            return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
         return f"the integer {value}"
     if isinstance(value, float):
         if math.isnan(value):

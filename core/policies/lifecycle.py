@@ -45,7 +45,10 @@ zero, and a parent left childless by an eviction (after ``on_evict``). So:
    state out of ``score`` (use it to set per-node state when that node's
    own event comes), or set ``volatile_score = True`` and pay a full
    re-score on every ``evict``.
-3. Callbacks must not call back into the cache. One that raises gets its
+3. Callbacks (and ``score``) must not call back into the cache: a cache
+   operation started from one raises :class:`~radix_evict.errors.PolicyError`
+   naming the policy, and the interrupted operation is undone (reading sizes
+   or ``iter_nodes()`` is fine). One that raises gets its
    error through to the caller and the cache operation is undone, as for a
    ``score()`` that raises: the tree, sizes, pool and candidates are as they
    were (an eviction links its victims back), but the policy's own state is

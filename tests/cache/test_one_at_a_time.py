@@ -19,7 +19,7 @@ import torch
 from helpers.rigs import Rig, cache_state
 
 from radix_evict import EvictionPolicy, KVPool, PolicyError, RadixCache, TreeNode
-from radix_evict.errors import CacheBusyError
+from radix_evict import CacheBusyError
 from radix_evict.testing.invariants import check_cache
 
 
