@@ -18,8 +18,7 @@ import pytest
 import torch
 from helpers.rigs import Rig, cache_state
 
-from radix_evict import EvictionPolicy, KVPool, PolicyError, RadixCache, TreeNode
-from radix_evict import CacheBusyError
+from radix_evict import CacheBusyError, EvictionPolicy, KVPool, PolicyError, RadixCache, TreeNode
 from radix_evict.testing.invariants import check_cache
 
 
