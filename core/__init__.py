@@ -2,9 +2,10 @@
 
 Importing this package loads no plugin: the policy registry loads entry points
 lazily, the first time it is asked for a policy. Nor does it import torch:
-each public name below is imported on first use (PEP 562), so ``import
-radix_evict.cli`` starts in milliseconds and the ``radix-evict`` command can
-turn a Ctrl-C during its slow imports into one line (see ``__main__``).
+each public name below is imported on first use (PEP 562), so the
+``radix-evict`` command starts in milliseconds and can turn a Ctrl-C during
+its slow imports into one line (``radix_evict.cli.__main__``, also what
+``python -m radix_evict.cli`` runs). Nothing in this package imports the CLI.
 """
 
 from __future__ import annotations

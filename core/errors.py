@@ -29,6 +29,7 @@ class ProblemType:
     POLICY_INIT = "policy_init"
     DERIVE_FAILED = "derive_failed"
     INPUT_LIMIT = "input_limit"
+    TRACE_INVALID = "trace_invalid"
 
 
 # A policy name that cannot be used: about the name, not a key of its config.
