@@ -19,7 +19,7 @@ __all__ = ["sglang_plugin"]  # the fixture, imported for this module's tests
 
 LOAD_AND_REPORT = """
     import json, logging, sys
-    from sglang_env import import_sglang
+    from helpers.sglang_env import import_sglang
     import_sglang()
     logging.basicConfig(level=logging.INFO)
     from sglang.srt.arg_groups.choices import RADIX_EVICTION_POLICY_CHOICES as choices
@@ -108,13 +108,13 @@ def test_a_broken_policy_package_stops_neither_sglang_nor_other_plugins(
     code = """
         import os, sys
         sys.path.insert(0, SITE)
-        from sglang_env import import_sglang
+        from helpers.sglang_env import import_sglang
         import_sglang()
         import logging; logging.basicConfig(level=logging.INFO)
         from sglang.srt.plugins import load_plugins
         load_plugins()
         assert os.environ.get("OTHER_PLUGIN_RAN") == "1", "the other SGLang plugin did not run"
-        from sglang_rig import PoolAllocator, build_sglang_cache
+        from helpers.sglang_rig import PoolAllocator, build_sglang_cache
         for policy in ("lru", "gdsf"):
             build_sglang_cache("unified-py", PoolAllocator(64), policy)
         print("STARTED")
