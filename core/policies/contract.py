@@ -3,6 +3,10 @@
 A policy sees one evictable leaf at a time and returns a score. The driver
 evicts the lowest score first and breaks equal scores by
 ``last_access_time`` (least recently used first), for every policy.
+
+This module is all the cache knows of policies: the base classes, the
+lifecycle callbacks a stateful policy may define (their rules are in
+:mod:`radix_evict.policies.lifecycle`) and :data:`DEFAULT_POLICY`.
 """
 
 from __future__ import annotations
