@@ -8,7 +8,8 @@ from typing import Annotated, Any
 import typer
 
 from radix_evict import registry
-from radix_evict.errors import ConfigProblem, PolicyConfigError
+from radix_evict.errors import ConfigProblem, PolicyConfigError, ProblemType
+from radix_evict.inputs import load_json
 
 from . import output
 from .errors import mark_json
@@ -19,18 +20,25 @@ def check(policy: str, config: str | None) -> list[ConfigProblem]:
     """Every problem RadixCache(policy=..., policy_config=...) would raise at startup.
 
     The name must be a --policy choice (hidden names fail with the registry's
-    message); a config that validates must also build the policy.
+    message); the config goes through ``registry.parse_config``, the one path
+    every run takes, and a config that validates must also build the policy.
     """
-    problems = registry.validate(policy, config, extended=False)
-    if problems:
-        return problems
     try:
-        registry.load_policy(policy, config)
+        registry.check_choice(policy)
+        registry.load_policy(policy, registry.parse_config(policy, config))
     except PolicyConfigError as exc:
         return list(exc.problems) or [
-            ConfigProblem(policy=policy, key=None, type="policy_init", msg=str(exc))
+            ConfigProblem(policy=policy, key=None, type=ProblemType.POLICY_INIT, msg=str(exc))
         ]
     return []
+
+
+def shown_config(text: str) -> Any:
+    """The config as ``--json`` echoes it: decoded when it is JSON within limits, else as given."""
+    try:
+        return load_json(text, what="the config")
+    except ValueError:  # malformed, or over a limit (InputError): the problems say which
+        return text
 
 
 PolicyOpt = Annotated[str, typer.Option("--policy", "-p", help="Policy name: one of {choices}.")]
@@ -49,12 +57,7 @@ def validate(
     mark_json(ctx.obj, json_out)
     text = read_config_arg(config)
     problems = check(policy, text)
-    shown: Any = text
-    if text is not None:
-        try:
-            shown = json.loads(text)
-        except ValueError:
-            shown = text
+    shown: Any = None if text is None else shown_config(text)
     if json_out:
         output.emit_json({
             "status": "invalid" if problems else "ok",

@@ -15,14 +15,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from radix_evict.errors import PluginError, PolicyConfigError, RadixEvictError
+from radix_evict.errors import PluginError, PolicyConfigError, ProblemType, RadixEvictError
 from radix_evict.sim.workloads import TraceError, TraceFileError, WorkloadError
 
 from . import output
+from .codes import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
-EXIT_OK = 0
-EXIT_INVALID = 1
-EXIT_USAGE = 2
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "INTERRUPTED",
+    "CliError",
+    "CliState",
+    "classify",
+    "emit_error_json",
+    "mark_json",
+    "report",
+]
 
 
 class CliError(Exception):
@@ -48,7 +59,6 @@ def _trace_code(exc: TraceError) -> int:
     return EXIT_USAGE if isinstance(exc, TraceFileError) else EXIT_INVALID
 
 
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 INTERRUPTED = "interrupted (Ctrl-C); nothing was written"
 
 
@@ -67,7 +77,7 @@ def classify(exc: BaseException) -> tuple[int, str, list[dict[str, Any]]]:
     if isinstance(exc, PolicyConfigError):
         return EXIT_INVALID, str(exc), [p.to_dict() for p in exc.problems]
     if isinstance(exc, TraceError):
-        problem = {"file": exc.path, "line": exc.line, "type": "trace_invalid",
+        problem = {"file": exc.path, "line": exc.line, "type": ProblemType.TRACE_INVALID,
                    "msg": exc.problem}
         return _trace_code(exc), str(exc), [problem]
     if isinstance(exc, WorkloadError):

@@ -5,30 +5,32 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from radix_evict.errors import ConfigProblem
+from radix_evict.errors import ENV_PROBLEMS, ConfigProblem
+from radix_evict.inputs import CONFIG_BYTES, InputFileError, read_text
 
 from .errors import EXIT_USAGE, CliError
 
 NAME_SEP = "="
+NOT_UTF8 = "not_utf8"  # radix_evict.inputs' code for a file that is not UTF-8 text
 
 
-def read_config_arg(value: str | None) -> str | None:
-    """``--config`` as given: a JSON string, or ``@FILE`` to read the JSON from a file."""
+def read_config_arg(value: str | None, option: str = "--config") -> str | None:
+    """``--config`` as given: a JSON string, or ``@FILE`` to read the JSON from a file.
+
+    The file is read through :func:`radix_evict.inputs.read_text`: a regular
+    file of at most CONFIG_BYTES, UTF-8; anything else is a usage error naming
+    ``option`` and the file (exit 1 for a file that is not UTF-8 text).
+    """
     if value is None or not value.startswith("@"):
         return value
-    path = Path(value[1:])
     try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"--config {value}: cannot read {path}: {exc.strerror or exc}",
-                       EXIT_USAGE) from None
-    except UnicodeDecodeError as exc:
-        raise CliError(f"--config {value}: {path} is not UTF-8 text (byte "
-                       f"0x{exc.object[exc.start]:02x} at offset {exc.start}); a config file "
-                       "holds a JSON object") from None
+        return read_text(value[1:], limit=CONFIG_BYTES, what="a config file")
+    except InputFileError as exc:
+        if exc.type == NOT_UTF8:  # there is a file, and it is not a config: invalid input
+            raise CliError(f"{option} {value}: {exc.path} is {exc.reason}") from None
+        raise CliError(f"{option} {value}: {exc}", EXIT_USAGE) from None
 
 
 def split_named_config(value: str) -> tuple[str | None, str]:
@@ -53,9 +55,6 @@ def problem_text(p: ConfigProblem) -> str:
     if p.key is None and p.hint and p.hint in p.msg:
         return p.msg
     return str(p)
-
-
-ENV_PROBLEMS = ("plugin_failed", "name_conflict")
 
 
 def problems_code(problems: Sequence[ConfigProblem]) -> int:

@@ -2,9 +2,10 @@
 
 Importing this package loads no plugin: the policy registry loads entry points
 lazily, the first time it is asked for a policy. Nor does it import torch:
-each public name below is imported on first use (PEP 562), so ``import
-radix_evict.cli`` starts in milliseconds and the ``radix-evict`` command can
-turn a Ctrl-C during its slow imports into one line (see ``__main__``).
+each public name below is imported on first use (PEP 562), so the
+``radix-evict`` command starts in milliseconds and can turn a Ctrl-C during
+its slow imports into one line (``radix_evict.cli.__main__``, also what
+``python -m radix_evict.cli`` runs). Nothing in this package imports the CLI.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and readers
     from radix_evict.cache.stats import CacheStats
     from radix_evict.cache.tree import TreeNode
     from radix_evict.errors import (
+        CacheBusyError,
         ConfigProblem,
         PluginError,
         PluginLoadError,
@@ -45,6 +47,7 @@ _LAZY = {
     "RadixCache": "radix_evict.cache.radix_cache",
     "CacheStats": "radix_evict.cache.stats",
     "TreeNode": "radix_evict.cache.tree",
+    "CacheBusyError": "radix_evict.errors",
     "ConfigProblem": "radix_evict.errors",
     "PluginError": "radix_evict.errors",
     "PluginLoadError": "radix_evict.errors",
@@ -86,6 +89,7 @@ if _stale := stale_modules():
 
 __all__ = [
     "Allocator",
+    "CacheBusyError",
     "CacheStats",
     "ConfigProblem",
     "EvictionPolicy",

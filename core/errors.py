@@ -29,6 +29,7 @@ class ProblemType:
     POLICY_INIT = "policy_init"
     DERIVE_FAILED = "derive_failed"
     INPUT_LIMIT = "input_limit"
+    TRACE_INVALID = "trace_invalid"
 
 
 # A policy name that cannot be used: about the name, not a key of its config.
@@ -194,3 +195,14 @@ class PolicyError(RadixEvictError, RuntimeError):
         super().__init__(message)
         self.policy = policy
         self.distribution = distribution
+
+
+class CacheBusyError(RadixEvictError, RuntimeError):
+    """A cache operation began while another was still running on the same cache.
+
+    A :class:`~radix_evict.RadixCache` is single-threaded, as each SGLang
+    scheduler's tree is: a second thread calling into it mid-operation gets
+    this error at once and the cache is unchanged by that call (the running
+    operation finishes normally). A policy that calls back into the cache
+    gets a :class:`PolicyError` instead.
+    """

@@ -4,10 +4,25 @@ The token tree and its slot storage (``tree``, ``slots``), the KV pool and the
 allocator protocol (``pool``, ``allocator``), the eviction driver
 (``eviction``), :class:`~radix_evict.cache.radix_cache.RadixCache` itself, its
 counters (``stats``) and the list of modules the install compiles
-(``compiled``). Nothing here names a policy.
+(``compiled``). Nothing here names a policy. ``__all__`` lists the modules:
+each one's public names are its own (``radix_evict`` re-exports the API's).
 """
 
 from radix_evict.cache.compiled import prefer_interpreted, pure_python_requested
+
+__all__ = [
+    "allocator",
+    "args",
+    "compiled",
+    "eviction",
+    "metrics",
+    "ownership",
+    "pool",
+    "radix_cache",
+    "slots",
+    "stats",
+    "tree",
+]
 
 if pure_python_requested():
     prefer_interpreted()

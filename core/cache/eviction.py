@@ -26,8 +26,7 @@ from typing import Any
 
 from radix_evict.cache.tree import TOKEN_BYTES, TreeNode
 from radix_evict.errors import PolicyError
-from radix_evict.policies.contract import EvictionPolicy
-from radix_evict.policies.lifecycle import callbacks_of
+from radix_evict.policies.contract import EvictionPolicy, callbacks_of
 
 # (score, last_access_time, seq, node); a tuple score is spliced in: (*score, time, seq, node).
 # Comparing one flat tuple costs half as much as a nested one, and every heap step compares.
@@ -111,6 +110,8 @@ class EvictionDriver:
         """A checked heap entry for ``node``; ``seq`` 0 takes the next number."""
         try:
             score: Any = self._score(node)
+        except PolicyError:
+            raise  # already names the policy (its call back into the cache, refused)
         except Exception as e:
             err = self._error(f"score() raised {type(e).__name__}: {e}")
             err.__cause__ = e  # set by hand: a compiled build drops ``raise ... from e``

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from threading import get_ident
 from typing import Any, NamedTuple, SupportsIndex
 
 import torch
@@ -30,9 +31,14 @@ from radix_evict.cache.tree import (
     common_prefix_len,
     key_view,
 )
-from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
-from radix_evict.policies.lifecycle import callbacks_of
-from radix_evict.policies.registry import registry
+from radix_evict.errors import CacheBusyError
+from radix_evict.policies.contract import (
+    DEFAULT_POLICY,
+    EvictionPolicy,
+    PolicyConfig,
+    callbacks_of,
+)
+from radix_evict.policies.resolve import policy_by_name, policy_origin
 
 
 class MatchResult(NamedTuple):
@@ -63,13 +69,22 @@ class RadixCache:
     ``policy_config`` is None, a dict, a JSON string, or an instance of the
     policy's own config model, used as it is (a validated, frozen object, so
     one can serve many caches); another model's instance is an error.
+
+    Single-threaded, like each SGLang scheduler's tree: one operation at a
+    time. ``match_prefix``, ``insert``, ``evict``, ``inc_lock_ref``,
+    ``dec_lock_ref`` and ``reset`` refuse to start while another is running
+    on this cache: from another thread with :class:`~radix_evict.errors.CacheBusyError`,
+    from the policy itself (a ``score()`` or callback calling back in) with
+    :class:`~radix_evict.errors.PolicyError`; the refused call changes nothing and
+    the running one completes (or, for a policy's re-entry, is undone). Serialise
+    calls with a lock, or give each thread its own cache, to share one across threads.
     """
 
     def __init__(
         self,
         pool: Allocator,
         page_size: SupportsIndex | None = None,
-        policy: str | EvictionPolicy | Any = "lru",
+        policy: str | EvictionPolicy | Any = DEFAULT_POLICY,
         policy_config: Mapping[str, Any] | str | PolicyConfig | Any = None,
     ) -> None:
         # policy and policy_config are checked here, not by annotations, so that a
@@ -79,7 +94,7 @@ class RadixCache:
                 raise ValueError("policy_config is only for a policy given by name")
             self.policy = policy
         else:
-            self.policy = registry.load_policy(policy, policy_config)
+            self.policy = policy_by_name(policy, policy_config)
         for attr in ("alloc", "free", "available_size", "device", "page_size"):
             if not hasattr(pool, attr):
                 raise TypeError(
@@ -96,13 +111,8 @@ class RadixCache:
         self.device = self._slot_device.device
         self.stats = CacheStats()
         self._empty = torch.empty((0,), dtype=torch.int64, device=self.device)
-        spec = registry.spec_of(self.policy)
-        self._driver = EvictionDriver(
-            self.policy,
-            pool_page,
-            spec.source if spec is not None else None,
-            spec.distribution if spec is not None else None,
-        )
+        source, distribution = policy_origin(self.policy)
+        self._driver = EvictionDriver(self.policy, pool_page, source, distribution)
         # A policy's lifecycle callbacks, looked up once: one that defines none costs a
         # None test per operation (radix_evict.policies.lifecycle). The driver calls
         # on_evict itself, inside its eviction loop.
@@ -111,7 +121,28 @@ class RadixCache:
         self._on_hit: Callable[[TreeNode], Any] | None = hooks.on_hit
         self._on_split: Callable[[TreeNode, TreeNode], Any] | None = hooks.on_split
         self._clock: float = 0.0  # SGLang's logical clock: one tick per stamp
+        # The thread inside an operation now (0: none) and which operation: the guard
+        # against re-entry and concurrent use (see _refuse). Two stores per call.
+        self._busy: int = 0
+        self._busy_op: str = ""
         self._init_tree()
+
+    # ------------------------------------------------------------------ one at a time
+    def _refuse(self, op: str, me: int) -> Exception:
+        """The error for ``op`` starting while ``self._busy_op`` runs (nothing changed yet)."""
+        running = self._busy_op
+        if self._busy == me:
+            return self._driver._error(
+                f"called RadixCache.{op} while the cache was in {running} (from its score() "
+                "or a lifecycle callback); a policy must not call back into the cache, so "
+                f"{running} was undone and the cache is as it was before it"
+            )
+        return CacheBusyError(
+            f"RadixCache.{op} called from thread {me} while thread {self._busy} is in "
+            f"RadixCache.{running}: a RadixCache is single-threaded (as each SGLang "
+            "scheduler's tree is); serialise calls with a lock or use one cache per thread. "
+            f"This {op} changed nothing"
+        )
 
     # ------------------------------------------------------------------ sizes
     def evictable_size(self) -> int:
@@ -138,6 +169,17 @@ class RadixCache:
     # ------------------------------------------------------------------ match
     def match_prefix(self, tokens: TokenKey) -> MatchResult:
         """The longest cached page-aligned prefix of ``tokens``; stamps its path as used."""
+        me = get_ident()
+        if self._busy:
+            raise self._refuse("match_prefix", me)
+        self._busy = me
+        self._busy_op = "match_prefix"
+        try:
+            return self._match_prefix(tokens)
+        finally:
+            self._busy = 0
+
+    def _match_prefix(self, tokens: TokenKey) -> MatchResult:
         arr = as_token_array(tokens)
         P = self.page_size
         n = len(arr) // P * P
@@ -236,6 +278,24 @@ class RadixCache:
         ``indices[prev_prefix_len:matched]`` itself: that KV duplicates what the
         tree already holds. Slots past the page-aligned length stay the caller's.
         """
+        me = get_ident()
+        if self._busy:
+            raise self._refuse("insert", me)
+        self._busy = me
+        self._busy_op = "insert"
+        try:
+            return self._insert(tokens, indices, priority, prev_prefix_len, inserted_len)
+        finally:
+            self._busy = 0
+
+    def _insert(
+        self,
+        tokens: TokenKey,
+        indices: torch.Tensor,
+        priority: SupportsIndex | None,
+        prev_prefix_len: SupportsIndex,
+        inserted_len: SupportsIndex,
+    ) -> int:
         arr = as_token_array(tokens)
         L = len(arr)
         if L == 0:
@@ -421,6 +481,17 @@ class RadixCache:
     # compiled build raises the interpreted build's error for a non-node.
     def inc_lock_ref(self, node: TreeNode | Any) -> None:
         """Protect ``node`` and its ancestors from eviction."""
+        me = get_ident()
+        if self._busy:
+            raise self._refuse("inc_lock_ref", me)
+        self._busy = me
+        self._busy_op = "inc_lock_ref"
+        try:
+            self._inc_lock_ref(node)
+        finally:
+            self._busy = 0
+
+    def _inc_lock_ref(self, node: TreeNode | Any) -> None:
         root = self._root
         if type(node) is not TreeNode and not isinstance(node, TreeNode):
             raise self._foreign_node("inc_lock_ref", node)
@@ -441,6 +512,17 @@ class RadixCache:
 
     def dec_lock_ref(self, node: TreeNode | Any) -> None:
         """Undo one ``inc_lock_ref(node)``."""
+        me = get_ident()
+        if self._busy:
+            raise self._refuse("dec_lock_ref", me)
+        self._busy = me
+        self._busy_op = "dec_lock_ref"
+        try:
+            self._dec_lock_ref(node)
+        finally:
+            self._busy = 0
+
+    def _dec_lock_ref(self, node: TreeNode | Any) -> None:
         root = self._root
         if node is root:
             return
@@ -495,6 +577,17 @@ class RadixCache:
         Whole nodes go, so the total may overshoot; it falls short only when
         nothing evictable is left. Returns the tokens freed.
         """
+        me = get_ident()
+        if self._busy:
+            raise self._refuse("evict", me)
+        self._busy = me
+        self._busy_op = "evict"
+        try:
+            return self._evict(num_tokens)
+        finally:
+            self._busy = 0
+
+    def _evict(self, num_tokens: SupportsIndex) -> int:
         want = check_int("num_tokens", num_tokens, 1)
         t0 = time.perf_counter()
         victims = self._driver.evict(want)
@@ -519,6 +612,17 @@ class RadixCache:
     # ------------------------------------------------------------------ reset
     def reset(self) -> None:
         """Free every slot the tree holds. An error while any node is locked."""
+        me = get_ident()
+        if self._busy:
+            raise self._refuse("reset", me)
+        self._busy = me
+        self._busy_op = "reset"
+        try:
+            self._reset()
+        finally:
+            self._busy = 0
+
+    def _reset(self) -> None:
         if self._protected:
             raise RuntimeError(f"reset: {self._protected} tokens are locked; unlock them first")
         nodes = self.iter_nodes()

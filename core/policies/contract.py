@@ -3,11 +3,27 @@
 A policy sees one evictable leaf at a time and returns a score. The driver
 evicts the lowest score first and breaks equal scores by
 ``last_access_time`` (least recently used first), for every policy.
+
+This module is all the cache knows of policies: the base classes, the
+lifecycle callbacks a stateful policy may define (their rules are in
+:mod:`radix_evict.policies.lifecycle`) and :data:`DEFAULT_POLICY`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast, get_args, get_origin
+from collections.abc import Callable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Final,
+    Generic,
+    NamedTuple,
+    TypeVar,
+    cast,
+    get_args,
+    get_origin,
+)
 
 from pydantic import BaseModel, ConfigDict
 
@@ -16,6 +32,9 @@ if TYPE_CHECKING:
 
 Score = float | int | tuple[Any, ...]
 DEFAULT_POLICY = "lru"
+
+# The policy a cache, a simulation or a command runs when none is named (SGLang's default).
+DEFAULT_POLICY: Final = "lru"
 
 
 class PolicyConfig(BaseModel):
@@ -104,3 +123,33 @@ def _config_parameter(cls: type) -> type[PolicyConfig] | None:
             if args and isinstance(args[0], type) and issubclass(args[0], PolicyConfig):
                 return args[0]
     return None
+
+
+# --------------------------------------------------------------------------- lifecycle callbacks
+# What each callback means and the rules that keep the driver exact: radix_evict.policies.lifecycle.
+
+NodeCallback = Callable[["TreeNode"], Any]
+SplitCallback = Callable[["TreeNode", "TreeNode"], Any]
+
+CALLBACKS = ("on_insert", "on_hit", "on_split", "on_evict")
+
+
+class Callbacks(NamedTuple):
+    """The callbacks a policy defines (None for each it does not)."""
+
+    on_insert: NodeCallback | None
+    on_hit: NodeCallback | None
+    on_split: SplitCallback | None
+    on_evict: NodeCallback | None
+
+
+def callbacks_of(policy: object) -> Callbacks:
+    """The policy's callbacks, looked up once (the cache keeps them for its life)."""
+    found = []
+    for name in CALLBACKS:
+        fn = getattr(policy, name, None)
+        if fn is not None and not callable(fn):
+            raise TypeError(f"policy {getattr(policy, 'name', policy)!r}: {name} must be a "
+                            f"method, got {type(fn).__name__}")
+        found.append(fn)
+    return Callbacks(*found)

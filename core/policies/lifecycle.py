@@ -45,7 +45,10 @@ zero, and a parent left childless by an eviction (after ``on_evict``). So:
    state out of ``score`` (use it to set per-node state when that node's
    own event comes), or set ``volatile_score = True`` and pay a full
    re-score on every ``evict``.
-3. Callbacks must not call back into the cache. One that raises gets its
+3. Callbacks (and ``score``) must not call back into the cache: a cache
+   operation started from one raises :class:`~radix_evict.errors.PolicyError`
+   naming the policy, and the interrupted operation is undone (reading sizes
+   or ``iter_nodes()`` is fine). One that raises gets its
    error through to the caller and the cache operation is undone, as for a
    ``score()`` that raises: the tree, sizes, pool and candidates are as they
    were (an eviction links its victims back), but the policy's own state is
@@ -58,34 +61,13 @@ equal a from-scratch ``score()`` of it (``check_cache_invariants``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+# The callbacks are part of the policy contract (the cache reads them from there).
+from radix_evict.policies.contract import (
+    CALLBACKS,
+    Callbacks,
+    NodeCallback,
+    SplitCallback,
+    callbacks_of,
+)
 
-if TYPE_CHECKING:
-    from radix_evict.cache.tree import TreeNode
-
-NodeCallback = Callable[["TreeNode"], Any]
-SplitCallback = Callable[["TreeNode", "TreeNode"], Any]
-
-CALLBACKS = ("on_insert", "on_hit", "on_split", "on_evict")
-
-
-class Callbacks(NamedTuple):
-    """The callbacks a policy defines (None for each it does not)."""
-
-    on_insert: NodeCallback | None
-    on_hit: NodeCallback | None
-    on_split: SplitCallback | None
-    on_evict: NodeCallback | None
-
-
-def callbacks_of(policy: object) -> Callbacks:
-    """The policy's callbacks, looked up once (the cache keeps them for its life)."""
-    found = []
-    for name in CALLBACKS:
-        fn = getattr(policy, name, None)
-        if fn is not None and not callable(fn):
-            raise TypeError(f"policy {getattr(policy, 'name', policy)!r}: {name} must be a "
-                            f"method, got {type(fn).__name__}")
-        found.append(fn)
-    return Callbacks(*found)
+__all__ = ["CALLBACKS", "Callbacks", "NodeCallback", "SplitCallback", "callbacks_of"]

@@ -7,3 +7,14 @@ policy's config with radix-evict's rules, and runs the added names on SGLang's P
 tree core. SGLang is imported only by the modules of this package, and only when they
 are called: ``import radix_evict`` never needs it.
 """
+
+# The modules; none imports SGLang at import time.
+__all__ = [
+    "adapter",
+    "check",
+    "native",
+    "patching",
+    "plugin",
+    "routing",
+    "strategies",
+]

@@ -3,7 +3,8 @@
 SGLang builds a strategy as ``factory(**config)`` (``factory()`` for an empty config), so
 a bad key surfaces as a raw ``TypeError`` and a bad value not at all until the first
 eviction. Both kinds of factory here validate first, with radix-evict's rules and
-messages (:class:`radix_evict.PolicyConfigError`, a ``ValueError``), so the cache
+messages (:class:`radix_evict.PolicyConfigError`, a ``ValueError``), through
+``registry.parse_config`` (the one path from a policy and config to a run), so the cache
 construction fails at startup naming the key, the valid keys and the likely typo:
 
 - :func:`validated_native` keeps SGLang's own strategy (and so the Rust core's view of
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from radix_evict.policies.lifecycle import CALLBACKS, callbacks_of
+from radix_evict.policies.contract import CALLBACKS, callbacks_of
 from radix_evict.policies.registry import Registry
 from radix_evict.sglang.adapter import BridgedStrategy
 
@@ -60,7 +61,8 @@ def bridged(name: str, registry: Registry) -> Factory:
     """A factory that builds radix-evict's policy ``name`` for SGLang's tree."""
 
     def build(**config: Any) -> BridgedStrategy:
-        policy = registry.load_policy(name, config or None)
+        # Validated once, by the one path every run takes; load_policy takes the frozen result.
+        policy = registry.load_policy(name, registry.parse_config(name, config or None))
         why = not_runnable_in_sglang(name, policy)
         if why is not None:
             raise ValueError(why)

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from radix_evict.cache.eviction import is_evictable_leaf
 from radix_evict.errors import ConfigProblem
-from radix_evict.policies.config import config_model_problems, lax_schema_spots
 from radix_evict.policies.contract import EvictionPolicy
+from radix_evict.policies.strictness import config_model_problems, lax_schema_spots
 from radix_evict.testing.snapshots import NodeSnapshot, chain
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
 
 INTERRUPTED = "error: interrupted (Ctrl-C); nothing was written"
 ENV = {**os.environ, "RADIX_EVICT_PLUGINS": ""}
-COMMAND = [sys.executable, "-m", "radix_evict"]
+COMMAND = [sys.executable, "-m", "radix_evict.cli"]
 
 
 def children(pid: int) -> list[int]:

@@ -350,7 +350,7 @@ def run_python(code: str, cwd: Path, env: dict[str, str] | None = None) -> str:
     ``load_plugins()`` does. ``cwd`` should not be the repository root (a stale
     ``*.egg-info`` there would shadow the installed metadata).
     """
-    prelude = f"import sys; sys.path.insert(0, {str(TESTS_DIR)!r})\n"
+    prelude = f"import sys; sys.path.insert(0, {str(TESTS_DIR)!r})\n"  # for helpers.*
     full_env = {**os.environ, **(env or {})}
     r = subprocess.run(
         [sys.executable, "-c", prelude + textwrap.dedent(code)],

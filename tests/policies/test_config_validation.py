@@ -12,14 +12,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from radix_evict import PolicyConfig
 from radix_evict.errors import ConfigProblem, PolicyConfigError
-from radix_evict.policies.config import (
-    config_model_problems,
-    describe_model,
-    did_you_mean,
-    validate_config,
-)
+from radix_evict.policies.config import validate_config
+from radix_evict.policies.describe import describe_model
 from radix_evict.policies.plugins import ENV_VAR
 from radix_evict.policies.registry import Registry
+from radix_evict.policies.strictness import config_model_problems
+from radix_evict.suggest import did_you_mean
 
 REG = Registry(environ={ENV_VAR: ""})
 

@@ -504,7 +504,7 @@ def test_a_config_model_that_coerces_anywhere_is_refused_naming_the_field(
 
 
 def test_the_model_rules_apply_to_the_example_package_and_the_builtins() -> None:
-    from radix_evict.policies.config import config_model_problems
+    from radix_evict.policies.strictness import config_model_problems
 
     reg = Registry(environ={})
     assert reg.failures == []

@@ -11,9 +11,9 @@ from pydantic import Field
 
 from radix_evict import EvictionPolicy, PolicyConfig, PolicySpec, hookimpl, load_policy, registry
 from radix_evict.errors import PolicyConfigError
-from radix_evict.policies.config import lax_schema_spots
 from radix_evict.policies.plugins import ENV_VAR
 from radix_evict.policies.registry import Registry
+from radix_evict.policies.strictness import lax_schema_spots
 
 PUBLIC = ["lru", "lfu", "slru", "priority", "tlru"]
 HIDDEN = ["fifo", "mru", "filo"]

@@ -13,6 +13,7 @@ from helpers.sglang_rig import (
     Request,
     build_sglang_cache,
     chat_events,
+    radix_key,
     replay_radix_evict,
     replay_sglang,
     sglang_plugin,
@@ -153,7 +154,6 @@ def _drive_both(events: list[tuple[str, Request]], policy: str, sg_policy: str) 
     alloc = PoolAllocator(20_000)
     sg_cache = build_sglang_cache("unified-py", alloc, sg_policy, CONFIGS.get(policy))
     from sglang.srt.mem_cache.base_prefix_cache import InsertParams, MatchPrefixParams
-    from helpers.sglang_rig import radix_key
 
     for kind, req in events:
         if kind != "finish":

@@ -1,0 +1,14 @@
+"""The command's exit codes (docs/cli and the spec), in a module that imports nothing.
+
+``__main__`` needs them before the CLI (typer, torch) is imported, to turn a
+Ctrl-C during that import into one line; ``errors`` maps exceptions to them.
+"""
+
+from __future__ import annotations
+
+__all__ = ["EXIT_INTERRUPTED", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE"]
+
+EXIT_OK = 0
+EXIT_INVALID = 1  # invalid input: bad policy, key, value, trace line, workload parameter
+EXIT_USAGE = 2  # usage or environment error: unreadable file, a needed plugin that failed
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
