@@ -28,7 +28,6 @@ from torch import Tensor
 
 from radix_evict.engine.model import TinyConfig, TinyDecoder
 from radix_evict.engine.result import EngineResult
-from radix_evict.policies.contract import DEFAULT_POLICY
 
 if TYPE_CHECKING:
     from radix_evict.cache.pool import KVPool
@@ -252,7 +251,7 @@ def _default_device() -> torch.device:
 
 
 def build_engine(
-    policy: str = DEFAULT_POLICY, config: Any = None, *, pool_tokens: int = 4096,
+    policy: Any = None, config: Any = None, *, pool_tokens: int = 4096,
     page_size: int = 1, device: str | torch.device | None = None, use_cache: bool = True,
     seed: int = 0,
     model_config: TinyConfig | None = None, dtype: torch.dtype = torch.float32,
@@ -262,7 +261,8 @@ def build_engine(
     """A seeded model, a pool sized for it and, unless ``use_cache`` is off, a cache.
 
     ``pool_factory`` (KVPool's signature) lets a test pass a pool subclass,
-    for instance one that poisons freed slots.
+    for instance one that poisons freed slots. ``policy`` None is the cache's own default
+    (the engine names no policy: the caller chooses).
     """
     from radix_evict.cache.pool import KVPool, default_device
     from radix_evict.cache.radix_cache import RadixCache
@@ -273,13 +273,14 @@ def build_engine(
     make = pool_factory or KVPool
     pool = make(pool_tokens, page_size=page_size, device=dev, layers=cfg.layers,
                 heads=cfg.heads, head_dim=cfg.head_dim, dtype=dtype)
-    cache = RadixCache(pool, policy=policy, policy_config=config) if use_cache else None
+    chosen = {} if policy is None else {"policy": policy}
+    cache = RadixCache(pool, **chosen, policy_config=config) if use_cache else None
     return Engine(model, pool, cache, max_running=max_running, record_logits=record_logits,
                   split_prompt=split_prompt)
 
 
 def run_engine_replay(
-    requests: Sequence[EngineRequest], policy: str = DEFAULT_POLICY, config: Any = None, *,
+    requests: Sequence[EngineRequest], policy: Any = None, config: Any = None, *,
     pool_tokens: int = 4096, page_size: int = 1, device: str | torch.device | None = None,
     use_cache: bool = True, seed: int = 0, model_config: TinyConfig | None = None,
     dtype: torch.dtype = torch.float32, max_running: int = 4, record_logits: bool = False,
