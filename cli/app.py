@@ -31,6 +31,7 @@ from . import (
     cmd_vllm,
     output,
 )
+from .codes import EXIT_CLOSED_PIPE
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, INTERRUPTED, CliState, emit_error_json, report
 
 
@@ -151,7 +152,8 @@ app.add_typer(cmd_vllm.app, name="vllm")
 
 
 def main() -> None:
-    """Console-script entry point (``radix-evict``); a closed pipe (``| head``) is not an error.
+    """Console-script entry point (``radix-evict``); a closed pipe (``| head``) is not an error:
+    no message, exit 141 as for a process SIGPIPE ended.
 
     Ctrl-C outside a command (while plugins load for ``--help``, say) is one
     line and exit 130, as inside one; a stdout that fails at the final flush
@@ -167,7 +169,7 @@ def main() -> None:
     except BrokenPipeError:
         # Point stdout at devnull so the interpreter's final flush does not fail again.
         output.silence_stdout()
-        sys.exit(1)
+        sys.exit(EXIT_CLOSED_PIPE)
     except KeyboardInterrupt:
         output.silence_stdout()
         _say(f"error: {INTERRUPTED}")
