@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from radix_evict.cache.tree import TreeNode
 
 Score = float | int | tuple[Any, ...]
-DEFAULT_POLICY = "lru"
 
 # The policy a cache, a simulation or a command runs when none is named (SGLang's default).
 DEFAULT_POLICY: Final = "lru"
