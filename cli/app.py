@@ -60,6 +60,8 @@ class GuardedGroup(TyperGroup):
             return super().invoke(ctx)
         except typer.Exit:
             raise
+        except BrokenPipeError:  # a closed stdout is main()'s to report: exit 141, silent
+            raise output.StdoutClosed from None
         except FRAMEWORK_EXCEPTIONS as exc:
             code = getattr(exc, "exit_code", EXIT_USAGE)
             if wants_json and code:
@@ -108,8 +110,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
-    epilog="Exit codes: 0 valid, 1 invalid input, 2 usage or environment error. "
-           "-v shows tracebacks.",
+    epilog="Exit codes: 0 valid, 1 invalid input, 2 usage or environment error, 130 Ctrl-C, "
+           "141 stdout's reader left (| head). -v shows tracebacks.",
 )
 
 
@@ -135,7 +137,8 @@ def root(
 ) -> None:
     """KV-cache eviction policies for radix prefix caches.
 
-    Exit codes: 0 valid, 1 invalid input, 2 usage or environment error.
+    Exit codes: 0 valid, 1 invalid input, 2 usage or environment error, 130 Ctrl-C,
+    141 stdout's reader left (| head).
     """
     ctx.obj = CliState(verbose=verbose)
 
@@ -166,7 +169,7 @@ def main() -> None:
             if isinstance(done.code, int) or done.code is None:
                 _exit_now(done.code or 0)
             raise
-    except BrokenPipeError:
+    except (BrokenPipeError, output.StdoutClosed):
         # Point stdout at devnull so the interpreter's final flush does not fail again.
         output.silence_stdout()
         sys.exit(EXIT_CLOSED_PIPE)

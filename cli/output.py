@@ -21,6 +21,13 @@ from rich.console import Console
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+class StdoutClosed(Exception):  # a state, not a failure: the reader left
+    """stdout's reader is gone (``| head`` read enough): ``main`` exits 141, saying nothing.
+
+    Not an OSError, so that click does not turn it into its own silent exit 1.
+    """
+
+
 class OutputError(Exception):
     """stdout cannot be written (a full disk, ``> /dev/full``): said once, on stderr."""
 
@@ -59,17 +66,26 @@ def _guarded(call: Callable[[], Any]) -> Any:
         raise OutputError(f"cannot write the output to stdout: {exc.strerror or exc}") from None
 
 
+class _Console(Console):
+    """rich's Console, but a closed pipe is a BrokenPipeError for ``main`` to report (exit 141),
+    not rich's own silent ``SystemExit(1)`` (1 says the input was invalid)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 # Built per call (not at import) so tests that swap sys.stdout/sys.stderr see the output.
 
 
 def stdout() -> Console:
     """Console for the command's answer (tables)."""
-    return Console(file=_GuardedStdout(), soft_wrap=False, width=_width())  # type: ignore[arg-type]
+    return _Console(file=_GuardedStdout(), soft_wrap=False, width=_width())  # type: ignore[arg-type]
 
 
 def stderr() -> Console:
     """Console for notes, warnings, errors and progress."""
-    return Console(file=sys.stderr, soft_wrap=True, width=_width())
+    return _Console(file=sys.stderr, soft_wrap=True, width=_width())
 
 
 def _width() -> int | None:

@@ -16,5 +16,6 @@ __all__ = [
     "patching",
     "plugin",
     "routing",
+    "startup",
     "strategies",
 ]

@@ -30,7 +30,7 @@ def test_import_radix_evict_never_imports_vllm() -> None:
 
 
 def test_the_check_says_vllm_is_missing() -> None:
-    exe = [sys.executable, "-m", "radix_evict", "vllm", "check", "--eviction-policy",
+    exe = [sys.executable, "-m", "radix_evict.cli", "vllm", "check", "--eviction-policy",
            "radix_evict_lru"]
     out = subprocess.run(exe, capture_output=True, text=True, check=False)
     assert out.returncode == 2, out.stdout + out.stderr
