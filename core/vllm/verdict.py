@@ -18,7 +18,6 @@ the module is found is all that is checked of it.
 
 from __future__ import annotations
 
-import importlib.machinery
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -94,10 +93,13 @@ def offload_verdict(policy: str | None, module_path: str | None, config: Any = N
                 f"{module_path}.{name}", POLICY, hint=hint, severity=WARNING))
         return found + _ignored(name, config)
     if module_path is None:
-        ours = names.policy_of(name)
-        hint = (f"radix-evict's classes need {MODULE_PATH_KEY_TEXT}" if ours is not None else
-                f"for radix-evict's {name!r}, set {POLICY} to {names.class_name(name)!r} and "
-                f"{MODULE_PATH_KEY_TEXT}" if name in registry.choices(extended=True) else None)
+        ours_module = f"{MODULE} {names.MODULE_PATH!r}"
+        hint = None
+        if names.policy_of(name) is not None:
+            hint = f"radix-evict's classes need {ours_module}"
+        elif name in registry.choices(extended=True):  # a bare radix-evict name
+            hint = (f"for radix-evict's {name!r}, set {POLICY} to {names.class_name(name)!r} "
+                    f"and {ours_module}")
         return [OffloadFinding(ProblemType.UNKNOWN_POLICY, names.unknown_policy_message(name),
                                POLICY, hint=hint)]
     if module_path != names.MODULE_PATH:
@@ -124,9 +126,6 @@ def offload_verdict(policy: str | None, module_path: str | None, config: Any = N
     return [OffloadFinding(p.type, str(p), CONFIG, tuple(p.loc) or ((p.key,) if p.key else ()),
                            key=p.type == "extra_forbidden")
             for p in registry.validate(ours, value) if p.type not in NAME_PROBLEMS]
-
-
-MODULE_PATH_KEY_TEXT = f"{names.MODULE_PATH_KEY} {names.MODULE_PATH!r}"
 
 
 def _typo(keys: Iterable[str]) -> str:
