@@ -225,3 +225,16 @@ def test_lint_imports_no_vllm() -> None:
                          check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_vllms_facts_are_vllms(vllm: types.ModuleType) -> None:
+    """The names lint says vLLM registers, and its words for an unknown one, are vLLM's."""
+    import importlib
+
+    from radix_evict.vllm import names
+
+    factory = importlib.import_module(names.FACTORY_MODULE).CachePolicyFactory
+    assert tuple(factory._registry) == names.VLLM_POLICIES
+    with pytest.raises(ValueError) as e:
+        factory.get_cache_policy_cls("radix_evict_lru")
+    assert str(e.value) == names.unknown_policy_message("radix_evict_lru")
