@@ -1,9 +1,10 @@
-"""Lint files: read each within bounds, find SGLang's eviction settings, give the verdict.
+"""Lint files: read each within bounds, find SGLang's eviction settings and vLLM's offload
+policy settings, give each engine's verdict.
 
 One file's problem (unreadable, too large, a FIFO, malformed, too deep, an
 alias bomb, slow) is reported for that file, and the other files are still
-checked. A file that never mentions ``radix`` (nor ``--config``) has no
-SGLang eviction setting and passes untouched, unread past a text search.
+checked. A file that never mentions ``radix`` (nor ``--config``, nor vLLM's
+``kv-transfer-config``) has no such setting and passes untouched, unread past a text search.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ from .readers.toml_tree import toml_tree
 from .readers.yaml_tree import parse_yaml
 from .text import Source, Text
 from .verdict import check
+from .vllm_launch import vllm_problems
 
 SECONDS_PER_FILE = 60  # a safety net: the bounds below keep real files far under it
-RELEVANT = re.compile(r"radix|--conf", re.IGNORECASE)
+RELEVANT = re.compile(r"radix|--conf|kv[-_]transfer[-_]config", re.IGNORECASE)
 # What a folder argument expands to, and what the pre-commit hook passes.
 PATTERNS = ("*.yaml", "*.yml", "*.json", "*.toml", "*.sh", "*.bash", "Dockerfile", "Dockerfile.*",
             "*.Dockerfile", "*.dockerfile", "Containerfile", "Containerfile.*")
@@ -134,6 +136,9 @@ class Linter:
         except LimitExceeded as exc:
             raise self._located(source, exc.kind, "refused", exc.msg, exc.offset) from None
         for inv in invocations:
+            if inv.engine == "vllm":
+                problems.extend(vllm_problems(inv))
+                continue
             resolved = resolve(inv, self._load_config_file)
             problems.extend(resolved.problems)
             problems.extend(check(resolved.policy, resolved.config, resolved.overridden,
@@ -262,8 +267,10 @@ def lint_text(text: str, name: str = "<text>", kind: str | None = None, *,
     return linter.report
 
 
-def invocations_of(path: Path) -> list[Invocation]:
-    """The SGLang launches lint finds in one file (for tests that replay them in SGLang)."""
+def invocations_of(path: Path, engine: str = "sglang") -> list[Invocation]:
+    """The SGLang launches lint finds in one file (for tests that replay them in SGLang);
+    ``engine="vllm"``: the vLLM ones."""
     source = read_source(path)
     kind = file_kind(path, source.text)
-    return Linter()._invocations(source, kind, str(path.parent), [], path)
+    found = Linter()._invocations(source, kind, str(path.parent), [], path)
+    return [inv for inv in found if inv.engine == engine]

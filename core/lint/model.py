@@ -128,6 +128,8 @@ class Invocation:
     ``style``: ``argv`` (a command line), ``config-file`` (an SGLang ``--config``
     YAML, read by its rules) or ``mapping`` (a settings mapping in any file,
     keys in any spelling). ``merges_config``: the launcher reads ``--config FILE``.
+    ``engine``: whose arguments they are, ``sglang`` or ``vllm`` (``vllm serve``, or
+    ``--kv-transfer-config`` with no launcher named).
     """
 
     args: list[Arg]
@@ -136,3 +138,4 @@ class Invocation:
     launcher: str | None = None
     merges_config: bool = True
     base_dir: str = "."
+    engine: str = "sglang"

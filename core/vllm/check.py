@@ -4,7 +4,9 @@ Every answer comes from vLLM's own code where it exists: its version, its policy
 (``CachePolicyFactory.get_cache_policy_cls``: which names are its own, the import of
 ``cache_policy_module_path``, the lookup of ``eviction_policy`` there) and its
 ``CPUOffloadingSpec.get_manager``, which builds the policy; for a ``radix_evict_<policy>``
-class that is where radix-evict validates ``radix_eviction_config``. Nothing else of vLLM's
+class that is where radix-evict validates ``radix_eviction_config``. Its notes (what vLLM
+does differently from what the setting seems to say) are :mod:`radix_evict.vllm.verdict`'s,
+the verdict ``radix-evict lint`` gives from vLLM's facts. Nothing else of vLLM's
 is started, and no memory is reserved (the tier is sized to 0 chunks).
 """
 
@@ -16,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from radix_evict.vllm import names
+from radix_evict.vllm.verdict import ERROR, offload_verdict
 
 
 @dataclass
@@ -111,6 +114,7 @@ def _judge(report: VllmCheckReport, factory: Any, extra: dict[str, Any]) -> None
     from radix_evict.errors import PolicyConfigError
 
     name, module = report.eviction_policy, report.cache_policy_module_path
+    verdict = offload_verdict(name, module, report.radix_eviction_config)  # lint's, too
     try:
         cls = factory.get_cache_policy_cls(name, module)
     except AssertionError:
@@ -127,20 +131,12 @@ def _judge(report: VllmCheckReport, factory: Any, extra: dict[str, Any]) -> None
     except Exception as e:  # vLLM's unknown name, a missing class
         report.error = f"{type(e).__name__}: {e}"
         if module is None and names.policy_of(name) is not None:
-            report.notes.append(f"radix-evict's classes need {names.MODULE_PATH_KEY} "
-                                f"{names.MODULE_PATH!r}")
+            report.notes += [f.hint for f in verdict if f.hint]
         return
     ours = getattr(cls, "radix_evict_policy", None)
-    if name in report.vllm_policies and module is not None:
-        report.notes.append(f"{name!r} is vLLM's own policy: it wins over {module}.{name}")
-        from radix_evict.policies.registry import registry
-
-        if module == names.MODULE_PATH and name in registry.choices(extended=True):
-            report.notes.append(f"for radix-evict's {name!r}, set "
-                                f"{names.EVICTION_POLICY_KEY} to {names.class_name(name)!r}")
-    if ours is None and report.radix_eviction_config is not None:
-        report.notes.append(f"{names.CONFIG_KEY} is ignored: {name!r} is not one of "
-                            "radix-evict's classes")
+    for f in verdict:  # what vLLM does differently from what the setting seems to say
+        if f.severity != ERROR:
+            report.notes += [f.msg, *([f.hint] if f.hint else [])]
     try:
         manager, report.built_with = _build(extra)
     except PolicyConfigError as e:

@@ -46,3 +46,13 @@ def policy_of(name: str) -> str | None:
     if name.startswith(CLASS_PREFIX) and len(name) > len(CLASS_PREFIX):
         return name[len(CLASS_PREFIX):]
     return None
+
+
+# cpu/policies/factory.py registers these names; they win over any module's class.
+VLLM_POLICIES = ("lru", "arc")
+
+
+def unknown_policy_message(name: str) -> str:
+    """vLLM's words for a name it neither registers nor may import (no module path)."""
+    return (f"Unknown cache policy: {name!r}. Supported: {list(VLLM_POLICIES)}. "
+            "For an out-of-tree policy, also set cache_policy_module_path.")

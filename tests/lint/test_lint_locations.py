@@ -17,8 +17,10 @@ import pytest
 from helpers.rigs import run_cli
 
 CORE = Path(__file__).resolve().parents[2] / "core"
-# Where lint's problem types are written: the engine, and SGLang's startup rules it shares.
-ENGINE_SOURCES = [*sorted((CORE / "lint").rglob("*.py")), CORE / "sglang" / "startup.py"]
+# Where lint's problem types are written: the engine, and the SGLang startup rules and
+# vLLM offload verdict it shares.
+ENGINE_SOURCES = [*sorted((CORE / "lint").rglob("*.py")), CORE / "sglang" / "startup.py",
+                  CORE / "vllm" / "verdict.py"]
 pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
 
@@ -41,6 +43,8 @@ def problems(path: Path, *extra: str) -> list[dict[str, Any]]:
 
 
 SH = "#!/bin/sh\nexec python3 -m sglang.launch_server --model-path m "
+VLLM = ("vllm serve m --kv-transfer-config '{\"kv_connector\": \"OffloadingConnector\", "
+        '"kv_connector_extra_config": {"cpu_bytes_to_use": 1000000000, ')
 # (name, file, content, type, severity, marker, nth occurrence of marker)
 CASES: list[tuple[str, str, str, str, str, str, int]] = [
     ("unknown policy", "a.sh", SH + "--radix-eviction-policy lfuu\n",
@@ -110,6 +114,24 @@ CASES: list[tuple[str, str, str, str, str, str, int]] = [
      "not_runnable_in_sglang", "error", "reuse", 0),
     ("radix-evict policy where SGLang would not load the plugin", "a.sh",
      SH + "--radix-eviction-policy gdsf\n", "plugin_unavailable", "error", "gdsf", 0),
+    ("vLLM: a bare radix-evict name", "v.sh", VLLM + '"eviction_policy": "gdsf", '
+     '"cache_policy_module_path": "radix_evict.vllm"}}\'\n', "unknown_policy", "error",
+     '"gdsf"', 0),
+    ("vLLM: a module path that does not import", "v.sh", VLLM + '"eviction_policy": "mine", '
+     '"cache_policy_module_path": "no_such_pkg.policies"}}\'\n', "module_not_found", "error",
+     '"no_such_pkg', 0),
+    ("vLLM: its own name wins over the module's", "v.sh", VLLM + '"eviction_policy": "lru", '
+     '"cache_policy_module_path": "radix_evict.vllm"}}\'\n', "shadowed_policy", "warning",
+     '"lru"', 0),
+    ("vLLM: radix-evict's config for vLLM's own policy", "v.sh", VLLM +
+     '"eviction_policy": "arc", "radix_eviction_config": {"x": 1}}}\'\n', "config_ignored",
+     "warning", '{"x"', 0),
+    ("vLLM: offload connector without its size", "v.yaml",
+     "args: [--kv-transfer-config, '{\"kv_connector\": \"OffloadingConnector\", "
+     "\"kv_connector_extra_config\": {\"eviction_policy\": \"arc\"}}']\n",
+     "cpu_bytes_missing", "error", '{"eviction_policy"', 0),
+    ("vLLM: value set at deploy time", "v.sh",
+     "vllm serve m --kv-transfer-config \"$KV\"\n", "not_checked", "note", "$KV", 0),
     ("value set at deploy time", "a.yaml",
      "args: [--radix-eviction-policy, $(POLICY)]\n", "not_checked", "note", "$(POLICY)", 0),
     ("slru threshold that makes it LRU", "sglang.yaml",

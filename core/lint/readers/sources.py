@@ -39,9 +39,13 @@ MODULES = {
     "sglang.benchmark.offline_throughput": False,
     "sglang.compile_deep_gemm": False,
 }
+# vLLM's launchers (its arguments follow); none merges SGLang's --config.
+VLLM_MODULES = {"vllm.entrypoints.openai.api_server": 0, "vllm.entrypoints.cli.main": 1}
+VLLM_SERVE = "vllm serve"
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
-MENTION = re.compile(r"--(?:radix|conf)", re.IGNORECASE)
+MENTION = re.compile(r"--(?:radix|conf|kv[-_]transfer[-_]config)", re.IGNORECASE)
 SETTING_KEYS = {"radix-eviction-policy": POLICY_FLAG, "radix-eviction-policy-config": CONFIG_FLAG}
+VLLM_KV_KEY = "kv-transfer-config"  # a mapping key naming vLLM's --kv-transfer-config
 
 
 def normalize_key(key: Any) -> str:
@@ -57,6 +61,13 @@ def is_setting_key(key: Node) -> bool:
     raw = key.raw
     return (key.kind == "scalar" and raw is not None and raw.lstrip("-")[:1] in ("r", "R")
             and normalize_key(raw) in SETTING_KEYS)
+
+
+def is_kv_flag(token: str) -> bool:
+    """``--kv-transfer-config`` as vLLM's parser reads a flag (underscores before the first
+    ``.`` are dashes; ``=VALUE`` and ``.key`` forms too)."""
+    return (token[:2] == "--" and normalize_key(token.partition("=")[0].partition(".")[0])
+            == VLLM_KV_KEY)
 
 
 def mentions(text: str) -> bool:
@@ -99,7 +110,17 @@ def launcher(words: list[Arg]) -> tuple[int, str | None, bool]:
             return i + 1, t[2:], MODULES[t[2:]]
         if _base(t) == "sglang" and i + 1 < len(words) and words[i + 1].text == "serve":
             return i + 2, "sglang serve", True
+        module = words[i + 1].text if t == "-m" and i + 1 < len(words) else t[2:]
+        if t.startswith("-m") and module in VLLM_MODULES:
+            skip = VLLM_MODULES[module] + (2 if t == "-m" else 1)  # cli.main: its "serve"
+            return i + skip, module, False
+        if _base(t) == "vllm" and i + 1 < len(words) and words[i + 1].text == "serve":
+            return i + 2, VLLM_SERVE, False
     return 0, None, True
+
+
+def is_vllm_launcher(name: str | None) -> bool:
+    return name == VLLM_SERVE or name in VLLM_MODULES
 
 
 def from_words(words: list[Arg], loc: str, base_dir: str, depth: int = 0) -> Iterator[Invocation]:
@@ -114,7 +135,8 @@ def from_words(words: list[Arg], loc: str, base_dir: str, depth: int = 0) -> Ite
     args = words[start:]
     if name is None and not any(mentions(a.text) for a in args):
         return
-    yield Invocation(args, loc, "argv", name, merges, base_dir)
+    vllm = is_vllm_launcher(name) or (name is None and any(is_kv_flag(a.text) for a in args))
+    yield Invocation(args, loc, "argv", name, merges, base_dir, "vllm" if vllm else "sglang")
 
 
 def from_script(script: Text, loc: str, base_dir: str, depth: int = 0) -> Iterator[Invocation]:
@@ -185,6 +207,11 @@ class TreeWalker:
     def _mapping(self, node: Node, path: tuple[Any, ...], root_level: bool) -> set[int]:
         """Settings keys and container commands in one mapping; returns the value nodes used."""
         consumed: set[int] = set()
+        kv = [(k, v) for k, v in node.items if k.kind == "scalar" and k.raw is not None
+              and normalize_key(k.raw) == VLLM_KV_KEY]
+        if kv:
+            consumed |= {id(v) for _, v in kv}
+            self._vllm_settings(kv, path)
         settings = [(k, v) for k, v in node.items if is_setting_key(k)]
         if settings:
             consumed |= {id(v) for _, v in settings}
@@ -240,6 +267,32 @@ class TreeWalker:
             style = "config-file" if config_file else "mapping"
             self.invocations.append(Invocation(args, dotted(path), style, None, False,
                                                self.base_dir))
+
+    def _vllm_settings(self, kv: list[tuple[Node, Node]], path: tuple[Any, ...]) -> None:
+        """A mapping holding vLLM's ``kv-transfer-config`` (a vLLM ``--config`` YAML, Helm
+        values): the argument vLLM makes of it, an object or its JSON text."""
+        args: list[Arg] = []
+        for k, v in kv:
+            label = dotted((*path, str(k.value)))
+            flag_word = Text("--" + VLLM_KV_KEY, k.source, [(0, k.offset())])
+            if v.kind == "map":
+                from .nodes import to_python
+
+                try:
+                    value = Arg(Text.at(json.dumps(to_python(v)), v.source, v.offset()), node=v)
+                except LimitExceeded as exc:
+                    raise LimitExceeded(exc.kind, exc.msg, v.offset()) from None
+            elif v.kind == "scalar" and isinstance(v.value, str):
+                value = Arg(v.text())
+            else:
+                self.problems.append(problem_at(
+                    Text.at("", v.source, v.offset()), 0, "config_type",
+                    "vLLM's kv-transfer-config must be a JSON object or its text", loc=label))
+                continue
+            args += [LabelledArg(flag_word, label), value]
+        if args:
+            self.invocations.append(Invocation(args, dotted(path), "mapping", None, False,
+                                               self.base_dir, "vllm"))
 
     def _values(self, v: Node, flag: Text, label: str, config_file: bool) -> list[Arg] | None:
         """The value arguments SGLang's --config merge writes for this value (None: refused)."""
