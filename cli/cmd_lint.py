@@ -1,4 +1,5 @@
-"""``radix-evict lint FILE...``: check SGLang launch configs in CI or as a pre-commit hook."""
+"""``radix-evict lint FILE...``: check SGLang and vLLM launch configs in CI or as a pre-commit
+hook."""
 
 from __future__ import annotations
 
@@ -31,10 +32,11 @@ def lint(
     fmt: FormatOpt = "text",
     strict: StrictOpt = False,
 ) -> None:
-    """Check SGLang's --radix-eviction-policy and --radix-eviction-policy-config wherever set.
+    """Check SGLang's --radix-eviction-policy and --radix-eviction-policy-config, and vLLM's
+    CPU offload policy in --kv-transfer-config, wherever set.
 
-    Fails a file exactly when SGLang 0.5.23 would refuse to start (or fail) with its
-    eviction settings; every problem is reported at file:line:column.
+    Fails a file exactly when SGLang 0.5.23 (or vLLM 0.33.0) would refuse to start (or fail)
+    with its eviction settings; every problem is reported at file:line:column.
     """
     # here, not at import: yaml and tomllib only lint needs
     from radix_evict.lint import formats as render
