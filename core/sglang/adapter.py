@@ -120,11 +120,11 @@ class LegacyNode(UnifiedNode):
 
     @property
     def last_access_time(self) -> float:
-        return getattr(self._node, LEGACY_ACCESS, 0.0)  # type: ignore[no-any-return]
+        return getattr(self._node, LEGACY_ACCESS, 0.0)
 
     @property
     def creation_time(self) -> float:
-        return getattr(self._node, LEGACY_CREATED, 0.0)  # type: ignore[no-any-return]
+        return getattr(self._node, LEGACY_CREATED, 0.0)
 
     @property
     def prefix_len(self) -> int:

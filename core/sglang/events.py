@@ -99,5 +99,5 @@ def events_of(tree: Any) -> Events | None:
     """The events of the policy SGLang's ``tree`` runs (None: none to deliver)."""
     strategy = getattr(tree, "eviction_strategy", None)
     if type(strategy) is BridgedStrategy:
-        return strategy.events  # type: ignore[no-any-return]
+        return strategy.events
     return None
