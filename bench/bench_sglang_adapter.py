@@ -196,7 +196,7 @@ def measure_events(events: Any, a: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     plugin.register()
     for tree in ("unified-py", "legacy"):  # warm-up: SGLang's lazy imports, the registry
-        rig.replay_sglang(events[:40], tree, "reuse", None, a.pool, a.page_size)
+        rig.replay_sglang(rig.chat_events(5), tree, "reuse", None, a.pool, a.page_size)
     for tree in ("unified-py", "legacy"):
         names = ["lru (native, no plugin)", "lru (native)", "lru (adapter)",
                  "lru + empty callbacks", "reuse"]

@@ -12,8 +12,9 @@ SGLang's stamps, the ticks SGLang's unified tree (and radix-evict's cache) would
 - a new leaf: two ticks (its access, its creation).
 
 Where each event happens in SGLang 0.5.23's legacy tree: ``_match_prefix_helper`` is the
-walk of ``match_prefix`` (and ``touch_prefix``; ``checkpoint``'s re-match after its own
-insert is no lookup and delivers no hits, as the unified tree does none there);
+walk of ``match_prefix`` (and ``touch_prefix``, as in the unified tree; ``checkpoint``'s
+re-match after its own insert is no lookup: the unified tree does none, so it stamps no
+tick and delivers no hit);
 ``_split_node(key, child, split_len)`` returns the head, ``child`` stays the tail;
 ``_insert_helper`` creates the new leaf last and returns it. Its ``evict`` frees a
 victim's KV before unlinking it, so for a policy with ``on_evict`` the plugin runs the
@@ -63,6 +64,8 @@ def _match_prefix_helper(original: Method) -> Method:
             value, last = original(self, node, key)
         finally:
             setattr(self, _OP, None)
+        if getattr(self, _QUIET, False):
+            return value, last  # checkpoint's re-match: the unified tree has none to stamp
         t = getattr(self, _CLOCK, 0.0) + 1.0
         setattr(self, _CLOCK, t)
         path = []
@@ -74,7 +77,7 @@ def _match_prefix_helper(original: Method) -> Method:
                 path.append(x)
             x = x.parent
         ev = events_of(self)
-        if path and ev is not None and ev.on_hit is not None and not getattr(self, _QUIET, False):
+        if path and ev is not None and ev.on_hit is not None:
             path.reverse()
             ev.hits(LegacyNode, path)
         return value, last

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import torch
 from helpers.sglang_rig import (
     PoolAllocator,
     build_sglang_cache,
@@ -248,3 +249,49 @@ def test_a_policy_without_callbacks_gets_no_events(tree: str) -> None:
     assert isinstance(core.eviction_strategy, BridgedStrategy)
     assert core.eviction_strategy.events is None
 
+
+
+# --------------------------------------------------------------------------- legacy checkpoint
+def _fake_request(tokens: list[int], prompt_len: int, slots: Any) -> Any:
+    """The fields of a request SGLang's legacy ``checkpoint`` reads (one row, slot 0)."""
+    from array import array
+    from types import SimpleNamespace
+
+    kv = SimpleNamespace(req_pool_idx=0, swa_evict_floor=0, cache_inserted_len=0,
+                         cache_protected_len=0)
+    return SimpleNamespace(kv=kv, full_untruncated_fill_ids=array("q", tokens),
+                           origin_input_ids=tokens[:prompt_len], extra_key=None,
+                           cache_salt=None, priority=0, lock=None, last_node=None)
+
+
+def test_legacy_checkpoints_re_match_is_no_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """checkpoint inserts, then re-matches what it inserted (the unified tree does not):
+    the plugin delivers no hit for it and stamps no tick, so both trees tell one story."""
+    from types import SimpleNamespace
+
+    tokens, prompt_len = list(range(100, 112)), 8
+    logs = []
+    for via_checkpoint in (True, False):
+        policy = Recorder()
+        alloc = PoolAllocator(64)
+        cache = build_sglang_cache("legacy", alloc, _as_sglang_policy(policy, monkeypatch))
+        slots = alloc.alloc(len(tokens))
+        if via_checkpoint:
+            row = torch.zeros((1, 64), dtype=torch.int64)
+            row[0, : len(tokens)] = slots
+            cache.req_to_token_pool = SimpleNamespace(
+                req_to_token=row, write=lambda at, values: row.__setitem__(at, values))
+            req = _fake_request(tokens, prompt_len, slots)
+            cache.checkpoint(req, up_to=len(tokens))
+            cache.unlock(req.lock)
+        else:  # what checkpoint's insert does, and nothing else
+            from sglang.srt.mem_cache.base_prefix_cache import InsertParams
+
+            cache.insert(InsertParams(key=radix_key(tokens), value=slots))
+            cache.insert(InsertParams(key=radix_key(tokens[:prompt_len]),
+                                      value=slots[:prompt_len], inserted_len=prompt_len,
+                                      priority=1))
+        logs.append((policy.log, policy.times, cache._radix_evict_clock))
+        _legacy_consistent(cache)
+    assert [e[0] for e in logs[0][0]] == ["insert", "split", "split"]  # head, tail
+    assert logs[0] == logs[1]
