@@ -252,7 +252,7 @@ def test_a_policy_without_callbacks_gets_no_events(tree: str) -> None:
 
 
 # --------------------------------------------------------------------------- legacy checkpoint
-def _fake_request(tokens: list[int], prompt_len: int, slots: Any) -> Any:
+def _fake_request(tokens: list[int], prompt_len: int) -> Any:
     """The fields of a request SGLang's legacy ``checkpoint`` reads (one row, slot 0)."""
     from array import array
     from types import SimpleNamespace
@@ -280,8 +280,8 @@ def test_legacy_checkpoints_re_match_is_no_lookup(monkeypatch: pytest.MonkeyPatc
             row = torch.zeros((1, 64), dtype=torch.int64)
             row[0, : len(tokens)] = slots
             cache.req_to_token_pool = SimpleNamespace(
-                req_to_token=row, write=lambda at, values: row.__setitem__(at, values))
-            req = _fake_request(tokens, prompt_len, slots)
+                req_to_token=row, write=row.__setitem__)
+            req = _fake_request(tokens, prompt_len)
             cache.checkpoint(req, up_to=len(tokens))
             cache.unlock(req.lock)
         else:  # what checkpoint's insert does, and nothing else
