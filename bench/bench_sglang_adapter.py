@@ -16,6 +16,14 @@ decisions (checked), so the difference is the adapter:
 ``gdsf`` (no native counterpart) is shown next to native ``lru``. Runs alternate between
 the two strategies so machine load affects both alike. SGLang comes from the installed
 package, or else from ``make sglang-env``'s unpacked wheel.
+
+Then the cost of delivering SGLang's tree events to a stateful policy (``--events-only``
+runs just this part), on the unified tree (Python core) and the legacy tree: the whole
+replay's wall time per request (the same rig work in every row, so the differences are
+the cache's) for SGLang's native ``lru`` without the plugin (no wrappers at all) and with
+it (the wrappers' one test per operation), radix-evict's ``lru`` through the adapter (no
+events), the same ``lru`` with four empty lifecycle callbacks (same decisions: the pure
+delivery cost, also per event delivered), and ``reuse`` (events and the policy's work).
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ def load_sglang() -> str:
     try:
         import sglang.srt.mem_cache.utils  # noqa: F401
     except ImportError:
-        import sglang_env
+        from helpers import sglang_env
 
         reason = sglang_env.env_missing_reason()
         if reason is not None:
@@ -75,7 +83,7 @@ def per_get_priority(leaves: list[Any], strategy: Any, repeat: int = 5) -> float
 
 
 def measure(native: str, bridged: str, events: Any, a: argparse.Namespace) -> dict[str, Any]:
-    import sglang_rig as rig
+    from helpers import sglang_rig as rig
     from sglang.srt.mem_cache import utils
 
     config = CONFIGS.get(native)
@@ -113,8 +121,8 @@ def measure(native: str, bridged: str, events: Any, a: argparse.Namespace) -> di
 def _fill(cache: Any, alloc: Any, events: Any, page: int) -> None:
     """Insert every finished request (no eviction): a tree with many leaves to score."""
     import numpy as np
+    from helpers.sglang_rig import radix_key
     from sglang.srt.mem_cache.base_prefix_cache import InsertParams
-    from sglang_rig import radix_key
 
     for kind, req in events:
         if kind != "finish":
@@ -127,6 +135,112 @@ def _fill(cache: Any, alloc: Any, events: Any, page: int) -> None:
         cache.insert(InsertParams(key=radix_key(full[:n]), value=row))
 
 
+class _Noop:
+    """radix-evict's lru plus four empty lifecycle callbacks, counting what it hears."""
+
+    def __init__(self, policy: Any) -> None:
+        self.delivered = 0
+        self.wrapped = policy
+
+    def make(self) -> Any:
+        from radix_evict.policies.contract import EvictionPolicy
+
+        outer = self
+
+        class NoopCallbacks(EvictionPolicy):
+            name = "lru"
+
+            def score(self, node: Any) -> Any:
+                return outer.wrapped.score(node)
+
+            def on_hit(self, node: Any) -> None:
+                outer.delivered += 1
+
+            def on_split(self, head: Any, tail: Any) -> None:
+                outer.delivered += 1
+
+            def on_insert(self, node: Any) -> None:
+                outer.delivered += 1
+
+            def on_evict(self, node: Any) -> None:
+                outer.delivered += 1
+
+        return NoopCallbacks()
+
+
+def _factory(build: Any) -> Any:
+    def factory(**config: Any) -> Any:
+        return build()
+
+    factory.radix_evict_bridged = True  # type: ignore[attr-defined]
+    return factory
+
+
+def measure_events(events: Any, a: argparse.Namespace) -> list[dict[str, Any]]:
+    """Per tree: microseconds per request of each row above (median of ``a.runs``)."""
+    from helpers import sglang_rig as rig
+    from sglang.srt.mem_cache import utils
+
+    from radix_evict import registry
+    from radix_evict.sglang import plugin
+    from radix_evict.sglang.adapter import BridgedStrategy
+    from radix_evict.sglang.events import make_events
+
+    noop = _Noop(registry.load_policy("lru"))
+
+    def noop_strategy() -> Any:
+        policy = noop.make()
+        return BridgedStrategy(policy, make_events(policy))
+
+    requests = len(events) // 2
+    rows = []
+    plugin.register()
+    for tree in ("unified-py", "legacy"):  # warm-up: SGLang's lazy imports, the registry
+        rig.replay_sglang(rig.chat_events(5), tree, "reuse", None, a.pool, a.page_size)
+    for tree in ("unified-py", "legacy"):
+        names = ["lru (native, no plugin)", "lru (native)", "lru (adapter)",
+                 "lru + empty callbacks", "reuse"]
+        secs: dict[str, list[float]] = {n: [] for n in names}
+        hits: dict[str, int] = {}
+        delivered = 0
+        for _ in range(a.runs):
+            for n in names:
+                if n == names[0]:
+                    plugin.uninstall()
+                else:
+                    plugin.register()
+                policy = {"lru (native, no plugin)": "lru", "lru (native)": "lru",
+                          "lru (adapter)": bridged_name("lru"), "reuse": "reuse"}.get(n)
+                if policy is None:
+                    utils._EVICTION_POLICY_FACTORIES["radix_evict_noop"] = _factory(noop_strategy)
+                    policy = "radix_evict_noop"
+                    noop.delivered = 0
+                t0 = time.perf_counter()
+                fig = rig.replay_sglang(events, tree, policy, None, a.pool, a.page_size)
+                secs[n].append(time.perf_counter() - t0)
+                hits[n] = fig.hits
+                if policy == "radix_evict_noop":
+                    delivered = noop.delivered
+        us = {n: statistics.median(v) / requests * 1e6 for n, v in secs.items()}
+        extra = us["lru + empty callbacks"] - us["lru (adapter)"]
+        per_event = extra * requests / max(delivered, 1)
+        rows.append({"tree": tree, "us_per_request": us, "events_delivered": delivered,
+                     "ns_per_event": per_event * 1e3,
+                     "same_decisions": hits["lru + empty callbacks"] == hits["lru (native)"]})
+    plugin.register()
+    return rows
+
+
+def print_events(rows: list[dict[str, Any]]) -> None:
+    print("# event delivery: replay wall time per request (us, median)")
+    for r in rows:
+        us = r["us_per_request"]
+        print(f"{r['tree']:10} " + "  ".join(f"{n}: {v:.1f}" for n, v in us.items()))
+        print(f"{'':10} events delivered per replay {r['events_delivered']:,}, delivery "
+              f"{r['ns_per_event']:.0f} ns per event; empty callbacks decide as lru: "
+              f"{'yes' if r['same_decisions'] else 'NO'}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--convs", type=int, default=300, help="conversations (default 300)")
@@ -137,14 +251,23 @@ def main() -> None:
     p.add_argument("--policies", default=",".join(PAIRS),
                    help="native policies to pair with their adapted twin")
     p.add_argument("--json-out", type=Path)
+    p.add_argument("--events-only", action="store_true",
+                   help="only the cost of delivering tree events to a stateful policy")
     a = p.parse_args()
     where = load_sglang()
-    import sglang_rig as rig
+    from helpers import sglang_rig as rig
 
     from radix_evict.sglang import plugin
 
     plugin.register()
     events = rig.chat_events(a.convs, a.seed)
+    if a.events_only:
+        ev_rows = measure_events(events, a)
+        print_events(ev_rows)
+        if a.json_out:
+            a.json_out.write_text(json.dumps({"args": vars(a) | {"json_out": str(a.json_out)},
+                                              "events": ev_rows}, indent=2))
+        return
     print(f"# SGLang from {where}; unified tree, Python core; {len(events) // 2} requests, "
           f"pool {a.pool}, page {a.page_size}, {a.runs} runs (medians)")
     print(f"{'native':10} {'adapted':20} {'leaves':>6} {'get_priority ns':>22} {'ratio':>6}"
@@ -162,9 +285,11 @@ def main() -> None:
     worst = max(r["evict_ratio"] for r in rows)
     print(f"# worst evict ratio adapted/native: {worst:.2f} (target <= 2.00: "
           f"{'met' if worst <= 2 else 'NOT met'})")
+    ev_rows = measure_events(events, a)
+    print_events(ev_rows)
     if a.json_out:
         a.json_out.write_text(json.dumps({"args": vars(a) | {"json_out": str(a.json_out)},
-                                          "rows": rows}, indent=2))
+                                          "rows": rows, "events": ev_rows}, indent=2))
 
 
 if __name__ == "__main__":

@@ -36,7 +36,6 @@ from radix_evict.errors import (
 from radix_evict.sglang import native
 from radix_evict.sglang.check import plugin_presence
 from radix_evict.sglang.startup import SERVER_ARGS, Refusal, startup_verdict
-from radix_evict.sglang.strategies import not_runnable_in_sglang
 from radix_evict.suggest import did_you_mean
 
 from .argv import CONFIG_FLAG, POLICY_FLAG, Occurrence, problem_at
@@ -244,19 +243,13 @@ class Verdict:
         return [r for r in found if r.severity == ERROR]
 
     def _runs_in_sglang(self, name: str, obj: Any) -> None:
-        """A plugin policy SGLang's trees cannot run fails at startup (the plugin refuses it)."""
+        """A plugin policy that fails to build fails SGLang's startup (the plugin builds it
+        the same way). A stateful one runs: the plugin delivers SGLang's tree events."""
         try:
-            policy = registry.load_policy(name, obj if obj else None)
+            registry.load_policy(name, obj if obj else None)
         except Exception as e:  # the plugin's factory builds it the same way, at startup
             self.at_policy("policy_failed", f"SGLang fails at startup building the {name} "
                            f"strategy: {type(e).__name__}: {e}")
-            return
-        why = not_runnable_in_sglang(name, policy)
-        if why is not None:
-            self.at_policy("not_runnable_in_sglang",
-                           f"SGLang fails at startup building the {name} strategy: {why}",
-                           hint="simulate it with radix-evict; in SGLang use a policy "
-                                "without lifecycle callbacks")
 
     def _radix_evict(self, name: str, obj: Any, severity: str) -> bool:
         """radix-evict's strict validation: SGLang's verdict for plugin policies, else advice.

@@ -10,8 +10,13 @@ and ``children``. SGLang's nodes keep some of these under other names:
   ``tlru``; :mod:`radix_evict.sglang.routing` turns it on for every bridged policy);
   ``lock_ref`` is the full-KV component's.
 - legacy tree (``radix_cache.TreeNode``): no depth fields, so ``prefix_len`` is summed up
-  the path and ``history_len`` is the node's current depth (no high-water mark); times are
-  ``time.monotonic()`` seconds, not logical ticks.
+  the path and ``history_len`` is the node's current depth (no high-water mark). Its own
+  times are ``time.monotonic()`` seconds; a policy reads instead the logical ticks the
+  plugin stamps beside them (:mod:`radix_evict.sglang.legacy_events`), radix-evict's clock.
+
+A view compares equal to (and hashes as) any other view of the same SGLang node, so a
+stateful policy can keep views in sets and dicts; ``key_bytes`` makes
+:class:`~radix_evict.policies.fingerprint.PrefixFingerprints` work on them.
 
 :class:`BridgedStrategy` is what SGLang's strategy registry returns for a radix-evict
 policy: ``get_priority`` scores the node and appends ``last_access_time``, radix-evict's
@@ -23,9 +28,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from radix_evict.errors import PolicyError
 from radix_evict.policies.contract import EvictionPolicy, Score
 
 _FULL = 0  # ComponentType.FULL: the component whose lock protects a node's KV
+# The logical ticks the plugin stamps on a legacy node (radix-evict's clock), beside
+# SGLang's own monotonic seconds.
+LEGACY_ACCESS = "_radix_evict_access"
+LEGACY_CREATED = "_radix_evict_created"
 
 
 class UnifiedNode:
@@ -79,9 +91,23 @@ class UnifiedNode:
         return {k: UnifiedNode(c) for k, c in self._node.children.items()}
 
     @property
+    def key_bytes(self) -> bytes:
+        """The node's tokens as int64 bytes (what prefix fingerprints read)."""
+        key = self._node.key
+        if key is None:
+            return b""
+        return np.asarray(key.raw_token_ids(), dtype=np.int64).tobytes()
+
+    @property
     def sglang_node(self) -> Any:
         """The SGLang node itself (fields beyond the contract are SGLang's, unversioned)."""
         return self._node
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UnifiedNode) and other._node is self._node
+
+    def __hash__(self) -> int:
+        return id(self._node)
 
     def __repr__(self) -> str:
         return f"UnifiedNode(tokens={self.num_tokens}, prefix_len={self.prefix_len})"
@@ -91,6 +117,14 @@ class LegacyNode(UnifiedNode):
     """A ``radix_cache.TreeNode`` (SGLang's legacy tree) as a radix-evict node."""
 
     __slots__ = ()
+
+    @property
+    def last_access_time(self) -> float:
+        return getattr(self._node, LEGACY_ACCESS, 0.0)
+
+    @property
+    def creation_time(self) -> float:
+        return getattr(self._node, LEGACY_CREATED, 0.0)
 
     @property
     def prefix_len(self) -> int:
@@ -125,11 +159,16 @@ def node_view(node: Any) -> UnifiedNode:
 
 
 class BridgedStrategy:
-    """An SGLang eviction strategy that asks a radix-evict policy (lowest evicted first)."""
+    """An SGLang eviction strategy that asks a radix-evict policy (lowest evicted first).
 
-    def __init__(self, policy: EvictionPolicy) -> None:
+    ``events`` (None for a policy without lifecycle callbacks) is what the plugin's tree
+    wrappers deliver SGLang's tree events through.
+    """
+
+    def __init__(self, policy: EvictionPolicy, events: Any = None) -> None:
         self.policy = policy
         self.name = policy.name
+        self.events = events
         # The views below stand in for TreeNode: they have the fields a score reads.
         self._score: Callable[[Any], Score] = policy.score
         self._view: type[UnifiedNode] | None = None  # chosen by the first node seen
@@ -138,10 +177,21 @@ class BridgedStrategy:
         view = self._view
         if view is None:
             view = self._view = UnifiedNode if hasattr(node, "component_data") else LegacyNode
-        score = self._score(view(node))
+        v = view(node)
+        try:
+            score = self._score(v)
+        except PolicyError:
+            raise
+        except Exception as e:
+            raise self._failed(e) from e
         if type(score) is tuple:
-            return (*score, node.last_access_time)
-        return (score, node.last_access_time)
+            return (*score, v.last_access_time)
+        return (score, v.last_access_time)
+
+    def _failed(self, e: Exception) -> PolicyError:
+        from radix_evict.sglang.events import policy_error  # the one message format
+
+        return policy_error(self.policy, "score()", e)
 
     def __repr__(self) -> str:
         return f"BridgedStrategy({self.policy!r})"

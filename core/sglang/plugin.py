@@ -10,7 +10,11 @@ server arguments are parsed. It:
    SGLang has no strategy for (radix-evict's policy through the node adapter), and puts
    radix-evict's config validation in front of SGLang's own eight strategies;
 3. once SGLang imports its tree-core registry and Python core: runs the added names on the
-   Python core, with a log line that says why, and keeps the node depths they may read.
+   Python core, with a log line that says why, and keeps the node depths they may read;
+4. once SGLang imports its Python core and its legacy tree: delivers their tree events to
+   a stateful policy's lifecycle callbacks (:mod:`radix_evict.sglang.unified_events`,
+   :mod:`radix_evict.sglang.legacy_events`), and gives the legacy tree's nodes
+   radix-evict's logical clock.
 
 Importing this module changes nothing. :func:`register` is idempotent, imports no heavy
 SGLang module itself (steps 2 and 3 wait for SGLang's own imports), and never raises: if
@@ -27,7 +31,7 @@ import types
 from dataclasses import dataclass, field
 
 from radix_evict.policies.registry import Registry, registry
-from radix_evict.sglang import native, routing, strategies
+from radix_evict.sglang import legacy_events, native, routing, strategies, unified_events
 from radix_evict.sglang.patching import Changes, Patch, cancel, when_imported
 
 logger = logging.getLogger("radix_evict.sglang")
@@ -100,10 +104,14 @@ def _install(reg: Registry) -> Installed:
         def patch_python_core(module: types.ModuleType) -> None:
             _patch_python_core(module, inst)
 
+        def patch_legacy_tree(module: types.ModuleType) -> None:
+            _patch_legacy_tree(module, inst)
+
         for module_name, patch in (
             (native.STRATEGIES_MODULE, patch_strategies),
             (native.TREE_CORE_REGISTRY_MODULE, patch_routing),
             (native.PYTHON_TREE_CORE_MODULE, patch_python_core),
+            (native.LEGACY_TREE_MODULE, patch_legacy_tree),
         ):
             inst.pending.append((module_name, patch))
             when_imported(module_name, patch)
@@ -186,8 +194,19 @@ def _patch_python_core(module: types.ModuleType, inst: Installed) -> None:
     try:
         core = module.UnifiedTreeCore
         inst.changes.set_attr(core, "__init__", routing.keep_depths(core.__init__))
+        unified_events.install(core, inst.changes)
     except Exception:
-        logger.exception("radix-evict: could not enable node depths in SGLang's Python core")
+        logger.exception("radix-evict: could not enable node depths and tree events in "
+                         "SGLang's Python core")
+
+
+def _patch_legacy_tree(module: types.ModuleType, inst: Installed) -> None:
+    if not _guarded(module.__name__, inst) or _installed_changes_gone(inst):
+        return
+    try:
+        legacy_events.install(module, inst.changes)
+    except Exception:
+        logger.exception("radix-evict: could not deliver tree events in SGLang's legacy tree")
 
 
 def _installed_changes_gone(inst: Installed) -> bool:

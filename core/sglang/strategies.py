@@ -10,7 +10,8 @@ construction fails at startup naming the key, the valid keys and the likely typo
 - :func:`validated_native` keeps SGLang's own strategy (and so the Rust core's view of
   it) for its eight names, building it from the validated keys;
 - :func:`bridged` builds the radix-evict policy and wraps it in a
-  :class:`~radix_evict.sglang.adapter.BridgedStrategy`.
+  :class:`~radix_evict.sglang.adapter.BridgedStrategy`, with the lifecycle callbacks of a
+  stateful policy ready for SGLang's tree events.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from radix_evict.policies.contract import CALLBACKS, callbacks_of
 from radix_evict.policies.registry import Registry
 from radix_evict.sglang.adapter import BridgedStrategy
+from radix_evict.sglang.events import make_events
 
 Factory = Callable[..., Any]
 
@@ -39,34 +40,14 @@ def validated_native(name: str, native: Factory, registry: Registry) -> Factory:
     return build
 
 
-def not_runnable_in_sglang(name: str, policy: object) -> str | None:
-    """Why SGLang's trees cannot run radix-evict's ``policy`` (None: they can).
-
-    They call ``get_priority`` only: a policy that keeps state through lifecycle
-    callbacks would, without those events, make other decisions than radix-evict
-    predicts. The plugin refuses such a policy at startup; lint reports it.
-    """
-    defined = [cb for cb, fn in zip(CALLBACKS, callbacks_of(policy), strict=True) if fn]
-    if not defined:
-        return None
-    return (
-        f"radix-evict policy {name!r} keeps state through lifecycle callbacks "
-        f"({', '.join(defined)}), which SGLang's radix trees do not deliver; inside "
-        "SGLang it would not make the decisions radix-evict simulates, so it is not "
-        "supported there"
-    )
-
-
 def bridged(name: str, registry: Registry) -> Factory:
     """A factory that builds radix-evict's policy ``name`` for SGLang's tree."""
 
     def build(**config: Any) -> BridgedStrategy:
         # Validated once, by the one path every run takes; load_policy takes the frozen result.
         policy = registry.load_policy(name, registry.parse_config(name, config or None))
-        why = not_runnable_in_sglang(name, policy)
-        if why is not None:
-            raise ValueError(why)
-        return BridgedStrategy(policy)
+        # A stateful policy hears SGLang's tree events (radix_evict.sglang.events).
+        return BridgedStrategy(policy, make_events(policy))
 
     build.__name__ = build.__qualname__ = f"bridged_{name}"
     build.radix_evict_policy = name  # type: ignore[attr-defined]
