@@ -7,11 +7,12 @@ from typing import Annotated, Any
 
 import typer
 
-from radix_evict.inputs import CONFIG_BYTES, InputError, InputFileError, load_json, read_text
+from radix_evict.inputs import InputError, load_json
 from radix_evict.sglang.check import CheckReport, check
 
 from . import output
 from .errors import EXIT_INVALID, EXIT_OK, EXIT_USAGE, CliError, mark_json
+from .options import read_config_arg
 
 CONFIG_FLAG = "--radix-eviction-policy-config"
 
@@ -27,21 +28,6 @@ ConfigOpt = Annotated[str | None, typer.Option(
     "--radix-eviction-policy-config",
     help="Its config, as SGLang takes it: a JSON object string (or @FILE).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")]
-
-
-def _read_config(value: str | None) -> str | None:
-    """The config as given, or ``@FILE``'s text: a regular file within the config size cap.
-
-    A file that cannot be read as one (missing, a FIFO or device, too large) is a usage
-    error (exit 2); text that is not UTF-8 is a bad config (exit 1), as in lint.
-    """
-    if value is None or not value.startswith("@"):
-        return value
-    try:
-        return read_text(value[1:], limit=CONFIG_BYTES, what="a config file")
-    except InputFileError as exc:
-        code = EXIT_INVALID if exc.type == "not_utf8" else EXIT_USAGE
-        raise CliError(f"{CONFIG_FLAG} {value}: {exc}", code) from None
 
 
 def _config(text: str | None, given: str | None) -> dict[str, Any] | None:
@@ -78,7 +64,7 @@ def check_command(
     mark_json(ctx.obj, json_out)
     if config is not None and policy is None:
         raise CliError(f"{CONFIG_FLAG} needs --radix-eviction-policy", EXIT_USAGE)
-    report = check(policy, _config(_read_config(config), config))
+    report = check(policy, _config(read_config_arg(config, CONFIG_FLAG), config))
     code = exit_code(report)
     if json_out:
         output.emit_json({"status": "ok" if code == EXIT_OK else "problem", **report.to_dict()})

@@ -7,11 +7,12 @@ from typing import Annotated, Any
 
 import typer
 
-from radix_evict.inputs import CONFIG_BYTES, InputError, InputFileError, load_json, read_text
+from radix_evict.inputs import InputError, load_json
 from radix_evict.vllm.check import VllmCheckReport, check
 
 from . import output
 from .errors import EXIT_INVALID, EXIT_OK, EXIT_USAGE, CliError, mark_json
+from .options import read_config_arg
 
 app = typer.Typer(
     name="vllm",
@@ -37,14 +38,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the report as JSON 
 
 def _json_object(flag: str, value: str | None) -> dict[str, Any] | None:
     """A JSON object option: the text, or ``@FILE`` read through radix_evict.inputs."""
-    if value is None:
+    text = read_config_arg(value, flag)
+    if text is None:
         return None
-    text = value
-    if value.startswith("@"):
-        try:
-            text = read_text(value[1:], limit=CONFIG_BYTES, what=f"{flag} file")
-        except InputFileError as e:
-            raise CliError(f"{flag} {value}: {e}", EXIT_USAGE) from None
     try:
         data = load_json(text, what=flag)
     except (InputError, ValueError) as e:
