@@ -1,7 +1,8 @@
 """The vLLM ``CachePolicy`` that keeps offloaded chunks in a :class:`ChunkTree`.
 
-Imports vLLM 0.33.0 at module level: only :func:`radix_evict.vllm.policy.policy_class`
-loads this module, when vLLM asks for a ``radix_evict_<policy>`` class.
+Imports no vLLM at module level: :func:`vllm_cache_policy_base` joins the methods here with
+vLLM 0.33.0's ``CachePolicy`` when vLLM first asks for a ``radix_evict_<policy>`` class
+(:func:`radix_evict.vllm.policy.policy_class`).
 
 What vLLM's manager (``cpu/manager.py``) calls, and what the tree makes of it:
 
@@ -22,12 +23,10 @@ What vLLM's manager (``cpu/manager.py``) calls, and what the tree makes of it:
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
-
-from vllm.v1.kv_offload.base import get_offload_group_idx
-from vllm.v1.kv_offload.cpu.policies.base import CachePolicy, order_request_keys
 
 from radix_evict.policies.registry import registry
 from radix_evict.vllm.config import launch_extra_config, radix_config
@@ -52,13 +51,19 @@ class _RequestKeys:
     by_owner: dict[int, _Seen] = field(default_factory=dict)
 
 
-class RadixEvictCachePolicy(CachePolicy):
-    """A radix-evict policy ranking vLLM's offloaded chunks as leaves of a prefix tree."""
+class RadixEvictCachePolicy:
+    """A radix-evict policy ranking vLLM's offloaded chunks as leaves of a prefix tree.
+
+    The methods of vLLM's ``CachePolicy``; :func:`vllm_cache_policy_base` makes it one
+    (and supplies vLLM's key helpers, ``group_of`` and ``order_keys``).
+    """
 
     radix_evict_policy: ClassVar[str] = ""
+    group_of: Callable[[Key], int]
+    order_keys: Callable[[Sequence[Sequence[Key]], Any], list[Key]]
 
     def __init__(self, cache_capacity: int) -> None:
-        super().__init__(cache_capacity)
+        super().__init__(cache_capacity)  # type: ignore[call-arg]  # vLLM's CachePolicy
         policy = self.radix_evict_policy
         extra = launch_extra_config(type(self).__name__)
         config = radix_config(extra, policy) if extra is not None else None
@@ -88,7 +93,7 @@ class RadixEvictCachePolicy(CachePolicy):
         if key in seen.known:
             return
         seen.known.add(key)
-        group = get_offload_group_idx(key)
+        group = self.group_of(key)
         pos = req_context.get_offload_key_position(key)
         if pos is None:
             seen.arrival.setdefault(group, []).append(key)
@@ -99,7 +104,7 @@ class RadixEvictCachePolicy(CachePolicy):
     def _parent(self, seen: _Seen, key: Key, req_context: Any) -> tuple[Key | None, int | None,
                                                                          int | None]:
         """(nearest resident predecessor, this chunk's end, its start) for ``key``."""
-        group = get_offload_group_idx(key)
+        group = self.group_of(key)
         pos = req_context.get_offload_key_position(key)
         if pos is None:
             order = seen.arrival.get(group, [])
@@ -150,7 +155,7 @@ class RadixEvictCachePolicy(CachePolicy):
         reused_keys: set[Key],
         req_context: Any,
     ) -> None:
-        ordered = order_request_keys(key_groups, req_context)
+        ordered = self.order_keys(key_groups, req_context)
         self.tree.touch(ordered, [k for k in ordered if k in reused_keys])
 
     def evict(self, n: int, protected: set[Key]) -> list[tuple[Key, Any]] | None:
@@ -168,3 +173,17 @@ class RadixEvictCachePolicy(CachePolicy):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.tree.policy!r}, capacity={self.cache_capacity})"
+
+
+@functools.cache
+def vllm_cache_policy_base() -> type[Any]:
+    """vLLM's ``CachePolicy`` with :class:`RadixEvictCachePolicy`'s methods: the base of every
+    ``radix_evict_<policy>`` class. The one place radix-evict imports vLLM's offload code."""
+    from vllm.v1.kv_offload.base import get_offload_group_idx
+    from vllm.v1.kv_offload.cpu.policies.base import CachePolicy, order_request_keys
+
+    return type("RadixEvictVllmCachePolicy", (RadixEvictCachePolicy, CachePolicy), {
+        "__module__": __name__,
+        "group_of": staticmethod(get_offload_group_idx),
+        "order_keys": staticmethod(order_request_keys),
+    })

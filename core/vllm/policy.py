@@ -3,7 +3,8 @@
 vLLM resolves ``eviction_policy`` with ``getattr(radix_evict.vllm, name)``; the package's
 ``__getattr__`` lands here. A name without the prefix, or for a policy the registry does not
 know, fails that lookup with radix-evict's message (vLLM's startup shows it). Building the
-class imports vLLM (:mod:`radix_evict.vllm.cache_policy`); nothing else here does.
+class imports vLLM (:func:`radix_evict.vllm.cache_policy.vllm_cache_policy_base`); nothing
+else does.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def policy_class(name: str) -> type[Any]:
         raise AttributeError(f"module {MODULE_PATH!r} has no attribute {name!r}: "
                              + wrong_class_hint(name, registry.choices(extended=True)))
     registry.get(policy)  # an unknown policy: PolicyConfigError, with "did you mean"
-    base = importlib.import_module("radix_evict.vllm.cache_policy").RadixEvictCachePolicy
+    base = importlib.import_module("radix_evict.vllm.cache_policy").vllm_cache_policy_base()
     cls = type(name, (base,), {"__module__": MODULE_PATH, "__qualname__": name,
                                "radix_evict_policy": policy})
     _CLASSES[name] = cls
