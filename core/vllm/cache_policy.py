@@ -59,6 +59,7 @@ class RadixEvictCachePolicy:
     """
 
     radix_evict_policy: ClassVar[str] = ""
+    cache_capacity: int  # set by vLLM's CachePolicy.__init__
     group_of: Callable[[Key], int]
     order_keys: Callable[[Sequence[Sequence[Key]], Any], list[Key]]
 
