@@ -44,6 +44,7 @@ from radix_evict.sim.results import (
     stats_dict,
 )
 from radix_evict.sim.tally import Tally
+from radix_evict.sim.timed.spec import TimingSpec
 from radix_evict.sim.workloads import Request, Workload
 
 __all__ = [
@@ -212,13 +213,16 @@ def _drive(workload: Workload, loop: _Loop, progress: ProgressFn | None) -> tupl
     return now, wall
 
 
-def _result(workload: Workload, s: _Setup, loop: _Loop, wall: float, label: str | None,
-            workload_info: dict[str, Any] | None) -> ReplayResult:
-    """The figures of a finished replay (the cache's end state included)."""
-    tally, cache, pool = loop.tally, s.cache, s.pool
+def _result(workload: Workload, s: _Setup, tally: Tally, times: tuple[float, float, float],
+            label: str | None, workload_info: dict[str, Any] | None) -> ReplayResult:
+    """The figures of a finished replay (the cache's end state included).
+
+    ``times``: CPU seconds in cache operations, CPU seconds in evict, wall seconds.
+    """
+    cache, pool = s.cache, s.pool
     p50, p90, p99, mean = tally.percentiles()
     n = tally.admitted + tally.failed
-    t_cache = loop.t_cache
+    t_cache, t_evict, wall = times
     return ReplayResult(
         workload=workload.name,
         policy=s.name,
@@ -240,7 +244,7 @@ def _result(workload: Workload, s: _Setup, loop: _Loop, wall: float, label: str 
         mean_uncached=mean,
         evicted_tokens=tally.evicted,
         evict_calls=tally.evict_calls,
-        eviction_s=loop.t_evict,
+        eviction_s=t_evict,
         cache_s=t_cache,
         wall_s=wall,
         req_per_s=n / t_cache if t_cache > 0 else 0.0,
@@ -272,6 +276,7 @@ def replay(
     split_prompt: bool = True,
     keep_requests: bool = False,
     workload_info: dict[str, Any] | None = None,
+    timing: TimingSpec | None = None,
 ) -> ReplayResult:
     """Replay ``workload`` through a fresh cache and return its figures.
 
@@ -284,14 +289,27 @@ def replay(
     already resolved, or None (see :func:`radix_evict.sim.configs.resolve_config`).
     ``workload_info`` is the workload's ``describe()`` (as JSON types) when the
     caller already has it: several replays of one workload describe it once.
+    ``timing`` replays the workload through a continuous-batching server in
+    virtual time instead (:mod:`radix_evict.sim.timed`): the result's ``timing``
+    holds TTFT, queueing, TPOT, SLO and throughput figures.
     Raises ReplayError if, after the replay, a lock is still held or the pool
     and the tree do not account for every slot.
     """
     s = _set_up(workload, policy, policy_config, pool_tokens, page_size)
-    loop = _Loop(s, Tally(workload.num_requests, timeline_points, keep_requests), split_prompt)
+    tally = Tally(workload.num_requests, timeline_points, keep_requests)
+    if timing is not None:
+        from radix_evict.sim.timed.run import serve
+
+        figures, times = serve(workload, s.cache, s.pool, s.page_size, timing, tally,
+                               split_prompt=split_prompt, progress=progress)
+        _check_accounting(s.cache, s.pool, s.pool_size)
+        result = _result(workload, s, tally, times, label, workload_info)
+        result.timing = figures
+        return result
+    loop = _Loop(s, tally, split_prompt)
     _, wall = _drive(workload, loop, progress)
     _check_accounting(s.cache, s.pool, s.pool_size)
-    return _result(workload, s, loop, wall, label, workload_info)
+    return _result(workload, s, tally, (loop.t_cache, loop.t_evict, wall), label, workload_info)
 
 
 def _check_accounting(cache: RadixCache, pool: KVPool, pool_size: int) -> None:

@@ -94,6 +94,7 @@ class ReplayResult:
     end_available_tokens: int = 0
     workload_info: dict[str, Any] = field(default_factory=dict)
     per_request: list[RequestRecord] | None = None
+    timing: Any = None  # radix_evict.sim.timed.figures.TimedFigures of a timed replay
 
     @property
     def tier_hit_rates(self) -> dict[int, float]:
@@ -101,7 +102,7 @@ class ReplayResult:
         return {p: t.hit_rate for p, t in sorted(self.tiers.items())}
 
     def to_dict(self) -> dict[str, Any]:
-        skip = ("tiers", "kinds", "timeline", "per_request")
+        skip = ("tiers", "kinds", "timeline", "per_request", "timing")
         d: dict[str, Any] = {k: v for k, v in asdict(self).items() if k not in skip}
         d["tiers"] = [{**t.to_dict(), "priority": p} for p, t in sorted(self.tiers.items())]
         d["tier_hit_rates"] = {str(p): r for p, r in self.tier_hit_rates.items()}
@@ -109,6 +110,8 @@ class ReplayResult:
         d["timeline"] = [asdict(p) for p in self.timeline]
         if self.per_request is not None:
             d["per_request"] = [asdict(r) for r in self.per_request]
+        if self.timing is not None:
+            d.update(self.timing.to_dict())
         return d
 
 

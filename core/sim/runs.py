@@ -21,7 +21,8 @@ from radix_evict.sim.failures import RunFailure, guarded
 from radix_evict.sim.parallel import ProgressFn, run_jobs
 from radix_evict.sim.replay import TIMELINE_POINTS, replay
 from radix_evict.sim.results import MatrixResult, ReplayResult
-from radix_evict.sim.winner import choose_winner, served
+from radix_evict.sim.timed.spec import TimingSpec
+from radix_evict.sim.winner import choose_by_objective, served
 from radix_evict.sim.workloads import Workload, get_workload
 
 T = TypeVar("T")
@@ -109,14 +110,15 @@ def run_replays(
 
 
 def _token_replay(pool_tokens: int | None, page_size: int, timeline_points: int,
-                  infos: Mapping[int, dict[str, Any]]) -> ReplayFn[ReplayResult]:
+                  infos: Mapping[int, dict[str, Any]],
+                  timing: TimingSpec | None = None) -> ReplayFn[ReplayResult]:
     """The token replay as a :data:`ReplayFn`; ``infos``: each workload's description, by id()."""
 
     def run(w: Workload, r: PolicyRun, resolved: RunConfig,
             progress: ProgressFn | None) -> ReplayResult:
         return replay(w, r.policy, resolved, pool_tokens=pool_tokens, page_size=page_size,
                       progress=progress, timeline_points=timeline_points, label=r.name,
-                      workload_info=infos[id(w)])
+                      workload_info=infos[id(w)], timing=timing)
 
     return run
 
@@ -140,6 +142,7 @@ def replay_policies(
     timeline_points: int = TIMELINE_POINTS,
     workers: int | None = 1,
     failures: list[RunFailure] | None = None,
+    timing: TimingSpec | None = None,
 ) -> list[ReplayResult]:
     """Replay one workload once per policy (x config); progress spans all of them.
 
@@ -148,11 +151,12 @@ def replay_policies(
     figures are the same either way. With a ``failures`` list, a run that
     raises (a policy whose ``score()`` fails, say) is appended there and left
     out of the results, and the other runs complete; without, it raises.
+    ``timing`` makes every replay a timed one (:mod:`radix_evict.sim.timed`).
     """
     runs = as_runs(default_policies() if policies is None else policies)
     # Described here once, not in each worker (a trace's description takes ~0.2 s).
     infos = {id(workload): describe_workload(workload)}
-    fn = _token_replay(pool_tokens, page_size, timeline_points, infos)
+    fn = _token_replay(pool_tokens, page_size, timeline_points, infos, timing)
     out = run_replays([(workload, r) for r in runs], fn, workers=workers, progress=progress,
                       keep_going=failures is not None)
     return _split(out, failures)
@@ -174,18 +178,22 @@ def policy_matrix(
     timeline_points: int = TIMELINE_POINTS,
     workers: int | None = 1,
     failures: list[RunFailure] | None = None,
+    timing: TimingSpec | None = None,
+    objective: str = "hit-rate",
 ) -> MatrixResult:
     """Replay every workload under every policy; name a winner per workload.
 
     Workload names are built with ``get_workload(name, seed=seed)``;
     ``pool_tokens=None`` uses each workload's own default pool. With a
     ``failures`` list, a run that raises goes there, and its label is left
-    out of the whole matrix (a column with holes compares nothing).
+    out of the whole matrix (a column with holes compares nothing). ``timing``
+    makes every replay a timed one; ``objective`` is what names the winners
+    (:func:`radix_evict.sim.winner.choose_by_objective`).
     """
     wls = [get_workload(w, seed=seed) if isinstance(w, str) else w for w in workloads]
     runs = as_runs(default_policies() if policies is None else policies)
     infos = {id(w): describe_workload(w) for w in wls}
-    fn = _token_replay(pool_tokens, page_size, timeline_points, infos)
+    fn = _token_replay(pool_tokens, page_size, timeline_points, infos, timing)
     out = run_replays([(w, r) for w in wls for r in runs], fn, workers=workers,
                       progress=progress, keep_going=failures is not None)
     failed = {f.label for f in out if isinstance(f, RunFailure)}
@@ -196,7 +204,7 @@ def policy_matrix(
     for w in wls:
         cells = [r for r in results if r.workload == w.name]
         if any(served(r) for r in cells):  # nothing admitted anywhere: no winner to name
-            best, tie_breaks[w.name] = choose_winner(cells)
+            best, tie_breaks[w.name] = choose_by_objective(cells, objective)
             winners[w.name] = best.label
     return MatrixResult(
         workloads=[infos[id(w)] for w in wls],

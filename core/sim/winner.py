@@ -101,3 +101,47 @@ def choose_winner(results: Sequence[S]) -> tuple[S, bool]:
     if winner.p99_uncached > top.p99_uncached * (1 - MIN_TAIL_GAIN):
         winner = top
     return winner, winner is not top
+
+
+OBJECTIVES = ("hit-rate", "ttft-p99", "slo")
+OBJECTIVE_RULES = {
+    "hit-rate": WINNER_RULE,
+    "ttft-p99": "lowest p99 time to first token in the timed replay; equal ones go to the "
+                "higher token hit rate",
+    "slo": "highest SLO attainment in the timed replay (requests within --slo-ttft and "
+           "--slo-tpot); equal ones go to the lower p99 time to first token",
+}
+
+
+class ObjectiveError(RadixEvictError, ValueError):
+    """An objective that cannot rank these results (unknown, or its figures are missing)."""
+
+
+def choose_by_objective(results: Sequence[S], objective: str = "hit-rate") -> tuple[S, bool]:
+    """(winner, tie-break) under ``objective`` (one of :data:`OBJECTIVES`).
+
+    ``hit-rate`` is :func:`choose_winner`; ``ttft-p99`` and ``slo`` read the
+    timed figures (``result.timing``) and need a timed replay; ``slo`` needs an SLO.
+    """
+    if objective == "hit-rate":
+        return choose_winner(results)
+    if objective not in OBJECTIVES:
+        raise ObjectiveError(f"unknown objective {objective!r}: use {', '.join(OBJECTIVES)}")
+    ran = [r for r in results if served(r)]
+    if not ran:
+        raise NothingServedError("no replay served a request: nothing to rank")
+    timed = [(r, getattr(r, "timing", None)) for r in ran]
+    if any(t is None for _, t in timed):
+        raise ObjectiveError(f"objective {objective!r} ranks timed replays: add --timing")
+    ran = [r for r in ran if not checkpoint_only(r)] or ran
+    by_label = {r.label: t for r, t in timed}
+
+    def key(r: S) -> tuple[float, float]:
+        t = by_label[r.label]
+        if objective == "ttft-p99":
+            return (t.ttft_ms.p99, -r.hit_rate)
+        if t.slo_attainment is None:
+            raise ObjectiveError("objective 'slo' needs an SLO: give --slo-ttft (or --slo-tpot)")
+        return (-t.slo_attainment, t.ttft_ms.p99)
+
+    return min(ran, key=key), False

@@ -282,18 +282,10 @@ class SessionWorkload(Workload):
             s = self.sessions[si]
             turn = s.turns[ti]
             if not is_finish:
-                base = history[si] if ti else s.prefix
-                # One array holds prompt and output: the finish needs both together,
-                # and the next turn's history is exactly that array.
-                full = np.concatenate([base, turn.user, turn.output])
-                plen = len(base) + len(turn.user)
-                prompt, output = full[:plen], full[plen:]
-                req = Request(
-                    f"s{si}t{ti}", prompt, output, s.priority, t, si, ti, turn.kind, full
-                )
+                req = self.turn_request(si, ti, history[si] if ti else s.prefix, t)
                 live[(si, ti)] = req
                 yield Event(t, "arrive", req)
-                done = t + self.service_time(len(prompt), len(turn.output))
+                done = t + self.service_time(len(req.prompt), len(turn.output))
                 heapq.heappush(heap, (done, seq, 1, si, ti))
                 seq += 1
             else:
@@ -305,6 +297,20 @@ class SessionWorkload(Workload):
                     seq += 1
                 else:
                     history.pop(si, None)
+
+    def turn_request(self, si: int, ti: int, history: Tokens, t: float) -> Request:
+        """Turn ``ti`` of session ``si``, arriving at ``t`` after ``history``.
+
+        ``history`` is the session's prefix for the first turn, else the previous
+        turn's ``tokens()``. One array holds prompt and output: the finish needs
+        both together, and the next turn's history is exactly that array.
+        """
+        s = self.sessions[si]
+        turn = s.turns[ti]
+        full = np.concatenate([history, turn.user, turn.output])
+        plen = len(history) + len(turn.user)
+        return Request(f"s{si}t{ti}", full[:plen], full[plen:], s.priority, t, si, ti,
+                       turn.kind, full)
 
     def growth_samples(self) -> tuple[npt.NDArray[np.int64], str]:
         """Follow-up turns' new user tokens; one-turn sessions' non-prefix tokens."""

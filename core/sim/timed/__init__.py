@@ -1,0 +1,13 @@
+"""The timed replay: a continuous-batching server in virtual time on the same cache.
+
+``replay(workload, policy, timing=TimingSpec(...))`` (:mod:`radix_evict.sim.replay`)
+serves the workload through :class:`~radix_evict.sim.timed.server.Server`
+and adds :class:`~radix_evict.sim.timed.figures.TimedFigures` (TTFT, queueing,
+TPOT, end-to-end latency, SLO attainment, goodput) to the result. Modules:
+``arrivals`` (when requests come), ``cost`` (how long a step takes: the cost
+model, its presets and files), ``calibrate`` (fitting a cost model to
+measurements), ``server`` (the scheduler), ``figures`` (what is reported),
+``spec`` (the options, in one value).
+"""
+
+__all__ = ["arrivals", "calibrate", "cost", "figures", "server", "spec"]

@@ -1,0 +1,180 @@
+"""How long a server step takes: the timed replay's cost model, its presets and its files.
+
+A prefill batch costs a fixed launch overhead, a per-token term (the
+weights' matmuls) and an attention term: a new token at position ``c + j``
+attends to ``c + j`` earlier tokens, so a request with ``c`` cached and ``u``
+uncached tokens reads ``u * c + u * (u + 1) / 2`` (token, context) pairs. A
+decode step costs an overhead, a per-request term and a term per context
+token read (the KV of every running request). Millisecond coefficients; the
+attention and context terms per million pairs and per thousand tokens, so
+the numbers in a file stay readable.
+
+A model is a TOML or JSON file with the keys of :class:`CostModel` (unknown
+keys are errors that name the key); presets are such files inside the
+package (``radix_evict/sim/timed/presets``), each with its source written in it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from radix_evict.errors import RadixEvictError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = [
+    "DEFAULT_COST_MODEL",
+    "CostModel",
+    "CostModelError",
+    "DecodeCost",
+    "PrefillCost",
+    "attention_pairs",
+    "load_cost_model",
+    "preset_names",
+]
+
+DEFAULT_COST_MODEL = "llama3-8b-h100"
+_PRESETS = "presets"
+
+
+class CostModelError(RadixEvictError, ValueError):
+    """A cost model that cannot be used: unknown preset, unreadable file, bad key or value."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PrefillCost(_Strict):
+    """One prefill batch: ``base_ms + per_token_ms * new + per_mpair_ms * pairs / 1e6``."""
+
+    base_ms: float = Field(ge=0, description="fixed cost of a prefill batch (launch, sampling)")
+    per_token_ms: float = Field(ge=0, description="per uncached (prefilled) token")
+    per_mpair_ms: float = Field(
+        0.0, ge=0, description="per million (new token, earlier token) attention pairs")
+
+
+class DecodeCost(_Strict):
+    """One decode step: ``base_ms + per_request_ms * batch + per_ktoken_ms * context / 1e3``."""
+
+    base_ms: float = Field(ge=0, description="fixed cost of a decode step (weights read once)")
+    per_request_ms: float = Field(ge=0, description="per running request in the batch")
+    per_ktoken_ms: float = Field(
+        0.0, ge=0, description="per thousand context tokens read (all running requests)")
+
+
+class CostModel(_Strict):
+    """Step times of one model on one machine; ``source`` says where the numbers come from."""
+
+    name: str = "custom"
+    source: str = ""
+    prefill: PrefillCost
+    decode: DecodeCost
+
+    def prefill_ms(self, new: int, pairs: float) -> float:
+        """A prefill batch of ``new`` tokens in all making ``pairs`` attention pairs in all."""
+        p = self.prefill
+        return p.base_ms + p.per_token_ms * new + p.per_mpair_ms * pairs * 1e-6
+
+    def decode_ms(self, batch: int, context: int, steps: int = 1) -> float:
+        """``steps`` decode steps of ``batch`` requests reading ``context`` tokens at the first.
+
+        Each step adds one token per request, so step ``j`` reads
+        ``context + j * batch`` tokens: the sum is closed-form, which lets the
+        replay jump over many steps at once and stay exact.
+        """
+        d = self.decode
+        per_step = d.base_ms + d.per_request_ms * batch + d.per_ktoken_ms * context * 1e-3
+        growth = d.per_ktoken_ms * batch * 1e-3 * steps * (steps - 1) / 2
+        return per_step * steps + growth
+
+    def decode_steps_before(self, batch: int, context: int, budget_ms: float) -> int:
+        """The fewest steps whose total time reaches ``budget_ms`` (at least 1)."""
+        if budget_ms <= 0:
+            return 1
+        d = self.decode
+        a = d.per_ktoken_ms * batch * 1e-3 / 2  # k^2 coefficient
+        b = d.base_ms + d.per_request_ms * batch + d.per_ktoken_ms * context * 1e-3 - a
+        if a > 0:
+            k = (-b + math.sqrt(b * b + 4 * a * budget_ms)) / (2 * a)
+        elif b > 0:
+            k = budget_ms / b
+        else:
+            return 1
+        steps = max(1, math.ceil(k - 1e-9))
+        # the float root may be one off either way: settle it on the exact sum
+        while steps > 1 and self.decode_ms(batch, context, steps - 1) >= budget_ms:
+            steps -= 1
+        while self.decode_ms(batch, context, steps) < budget_ms:
+            steps += 1
+        return steps
+
+    def describe(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
+def attention_pairs(cached: int, new: int) -> int:
+    """(new token, earlier token) pairs when ``new`` tokens follow ``cached`` ones."""
+    return new * cached + new * (new + 1) // 2
+
+
+def preset_names() -> list[str]:
+    """The presets shipped with radix-evict."""
+    root = resources.files(__package__).joinpath(_PRESETS)
+    return sorted(p.name[: -len(".toml")] for p in root.iterdir() if p.name.endswith(".toml"))
+
+
+def _parse(text: str, where: str, suffix: str) -> dict[str, Any]:
+    try:
+        data: Any = json.loads(text) if suffix == ".json" else tomllib.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CostModelError(f"cost model {where}: not valid {suffix[1:].upper()}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise CostModelError(f"cost model {where}: expected a table of keys, got {type(data).__name__}")
+    return data
+
+
+def from_mapping(data: dict[str, Any], where: str) -> CostModel:
+    """A validated model; an error names the key (``prefill.per_token_ms``) and what is wrong."""
+    try:
+        return CostModel.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg'].lower()}"
+            for e in exc.errors()
+        )
+        raise CostModelError(
+            f"cost model {where}: {problems} (keys: name, source, prefill.base_ms, "
+            "prefill.per_token_ms, prefill.per_mpair_ms, decode.base_ms, "
+            "decode.per_request_ms, decode.per_ktoken_ms)"
+        ) from None
+
+
+def load_cost_model(name_or_path: str | Path | CostModel) -> CostModel:
+    """A preset by name, or a ``.toml`` / ``.json`` file; a CostModel is returned as is."""
+    if isinstance(name_or_path, CostModel):
+        return name_or_path
+    spec = str(name_or_path)
+    if spec in preset_names():
+        text = resources.files(__package__).joinpath(_PRESETS, f"{spec}.toml").read_text()
+        return from_mapping(_parse(text, spec, ".toml"), f"preset {spec!r}")
+    path = Path(spec)
+    if path.suffix not in (".toml", ".json"):
+        raise CostModelError(
+            f"cost model {spec!r}: not a preset ({', '.join(preset_names())}) and not a "
+            ".toml or .json file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CostModelError(f"cost model {spec}: cannot read: {exc.strerror or exc}") from None
+    return from_mapping(_parse(text, spec, path.suffix), spec)

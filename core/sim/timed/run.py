@@ -1,0 +1,48 @@
+"""One timed replay on a cache and pool already built (``replay(..., timing=...)`` calls it)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from radix_evict.cache.pool import KVPool
+from radix_evict.cache.radix_cache import RadixCache
+from radix_evict.sim.tally import Tally
+from radix_evict.sim.timed.arrivals import arrivals_for
+from radix_evict.sim.timed.figures import TimedFigures, summarize
+from radix_evict.sim.timed.server import Server
+from radix_evict.sim.timed.spec import TimingSpec
+from radix_evict.sim.workloads import Workload
+
+__all__ = ["serve"]
+
+
+def serve(workload: Workload, cache: RadixCache, pool: KVPool, page_size: int,
+          timing: TimingSpec, tally: Tally, *, split_prompt: bool = True,
+          progress: Callable[[int, int], None] | None = None,
+          ) -> tuple[TimedFigures, tuple[float, float, float]]:
+    """Serve ``workload``; its figures and (cache CPU s, evict CPU s, wall s).
+
+    Raises ReplayError (from the server's own checks) if a request is left
+    neither finished nor refused.
+    """
+    from radix_evict.sim.replay import ReplayError
+
+    arrivals = arrivals_for(workload, timing.arrivals)
+    server = Server(cache, pool, page_size, timing.cost_model, arrivals, timing.scheduler,
+                    tally, split_prompt=split_prompt, progress=progress,
+                    total=workload.num_requests)
+    wall0 = time.perf_counter()
+    records = server.run()
+    wall = time.perf_counter() - wall0
+    if len(records) != workload.num_requests or server.in_system or server.deferred:
+        raise ReplayError(
+            f"timed replay ended with {len(records):,} of {workload.num_requests:,} requests "
+            f"accounted for, {server.in_system} still in the system and {server.deferred} "
+            "decode slots counted but not returned")
+    figures = summarize(records, cost_model=timing.cost_model.name,
+                        retractions=server.retractions, peak_queue=server.peak_queue,
+                        makespan=server.now, busy=server.busy_s,
+                        in_system_s=server.in_system_s, slo_ttft_ms=timing.slo_ttft_ms,
+                        slo_tpot_ms=timing.slo_tpot_ms)
+    return figures, (server.t_cache, server.t_evict, wall)

@@ -1,0 +1,576 @@
+"""A continuous-batching server in virtual time, on the same cache, pool and policies.
+
+The replay is event-driven: it never steps one decode token at a time. A
+decode *segment* runs every running request for ``k`` steps at once (the
+cost model sums the steps in closed form), and a segment ends where
+something can change: the next finish, the next arrival that could be
+admitted, or the step where the pool runs dry. So a request costs a few
+cache operations and O(1) arithmetic, whatever its output length.
+
+The scheduler follows SGLang 0.5.23 (``docs/replay.md`` says what is and is
+not modelled):
+
+- a loop iteration runs a prefill batch when a waiting request can be
+  admitted (or a chunked prefill is unfinished), else a decode step of all
+  running requests;
+- admission is first come first served: the head of the queue is admitted
+  while fewer than ``max_running`` requests run and the pool (free slots plus
+  evictable cache, less what running requests are expected to still decode)
+  holds its uncached prompt tokens; a head that does not fit holds back the
+  queue;
+- a prompt longer than the chunk budget is prefilled in chunks of
+  ``chunked_prefill_size`` tokens, one chunked request at a time;
+- after each prefill (chunk) the computed prompt is inserted into the tree
+  and stays locked (``cache_unfinished_req``): others can hit it while it
+  decodes; at finish prompt and output are inserted and unlocked
+  (``cache_finished_req``);
+- decode grows each request one token a step, a page at a time; when the
+  pool cannot hold the next steps even after eviction, requests are retracted
+  (fewest output tokens first, then the longest prompt), their KV freed, and
+  they wait at the front of the queue to prefill again.
+
+Decode slots are counted when a request grows and allocated from the pool
+when it finishes or is retracted (``_deferred``): slot numbers never reach a
+policy, so this changes no decision, and it keeps a decode segment O(1) in
+Python calls instead of one allocation per request per segment.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from radix_evict.cache.pool import KVPool
+from radix_evict.cache.radix_cache import RadixCache
+from radix_evict.sim.tally import Tally
+from radix_evict.sim.timed.arrivals import Arrivals
+from radix_evict.sim.timed.cost import CostModel, attention_pairs
+from radix_evict.sim.workloads import Request
+
+__all__ = ["SchedulerSpec", "Server", "JobRecord"]
+
+# SGLang 0.5.23's constants (docs/replay.md cites where each comes from).
+INIT_NEW_TOKEN_RATIO = 0.7
+MIN_NEW_TOKEN_RATIO_FACTOR = 0.14
+NEW_TOKEN_RATIO_DECAY_STEPS = 600
+CLIP_MAX_NEW_TOKENS = 4096
+RETRACT_DECODE_STEPS = 20
+# While the queue's head waits for memory, a decode segment stops this often to see whether
+# the decaying reservation lets it in (SGLang checks every step; the ratio moves 0.1% a step).
+RESERVATION_RECHECK_STEPS = 8
+
+
+@dataclass(frozen=True)
+class SchedulerSpec:
+    """The server's knobs (SGLang's names and, where it has one, its default)."""
+
+    max_running: int = 256
+    chunked_prefill_size: int = 8192  # 0: no chunking
+    max_prefill_tokens: int = 16384
+    reserve_decode: bool = True  # SGLang's new_token_ratio reservation for running requests
+
+    def __post_init__(self) -> None:
+        for name in ("max_running", "max_prefill_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.chunked_prefill_size < 0:
+            raise ValueError(f"chunked_prefill_size must be >= 0, got "
+                             f"{self.chunked_prefill_size!r}")
+
+    def describe(self) -> dict[str, Any]:
+        return {"max_running": self.max_running,
+                "chunked_prefill_size": self.chunked_prefill_size,
+                "max_prefill_tokens": self.max_prefill_tokens,
+                "reserve_decode": self.reserve_decode}
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One request's times (seconds of virtual time); ``refused`` says why it never ran."""
+
+    rid: str
+    arrival: float
+    admitted: float
+    first_token: float
+    finish: float
+    output_tokens: int
+    hit_tokens: int
+    prompt_tokens: int
+    retractions: int
+    refused: str | None = None
+
+    @property
+    def ttft(self) -> float:
+        return self.first_token - self.arrival
+
+    @property
+    def queue(self) -> float:
+        return self.admitted - self.arrival
+
+    @property
+    def e2e(self) -> float:
+        return self.finish - self.arrival
+
+    @property
+    def tpot(self) -> float | None:
+        """Time per output token after the first; None for a one-token answer."""
+        if self.output_tokens < 2:
+            return None
+        return (self.finish - self.first_token) / (self.output_tokens - 1)
+
+
+class _Job:
+    """A request between arrival and finish."""
+
+    __slots__ = ("admitted", "arrival", "end_step", "first_token", "full", "generated", "hit",
+                 "node", "offset", "plen", "prefilled", "req", "retractions", "row", "slot",
+                 "target", "tree_len", "olen", "chunk", "gen")
+
+    def __init__(self, req: Request, arrival: float) -> None:
+        self.req = req
+        self.arrival = arrival
+        self.full = req.tokens()
+        self.plen = len(req.prompt)
+        self.olen = len(self.full) - self.plen
+        self.admitted = -1.0
+        self.first_token = -1.0
+        self.hit = -1  # prompt tokens matched at first admission (-1: not yet admitted)
+        self.generated = 0
+        self.target = self.plen  # tokens to prefill: the prompt (+ output so far, if retracted)
+        self.prefilled = 0
+        self.tree_len = 0  # row[:tree_len] is the tree's (matched or inserted), locked by node
+        self.node: Any = None
+        self.row: torch.Tensor | None = None
+        self.offset = 0  # while decoding: length = step + offset
+        self.end_step = 0
+        self.slot = -1  # index in the server's running arrays
+        self.retractions = 0
+        self.chunk = 0  # tokens this prefill batch computes for it
+        self.gen = 0  # bumped on retraction: stale heap entries are skipped
+
+
+class Server:
+    """Serve ``arrivals`` on ``cache``/``pool``; :meth:`run` returns every request's record."""
+
+    def __init__(self, cache: RadixCache, pool: KVPool, page_size: int, cost: CostModel,
+                 arrivals: Arrivals, spec: SchedulerSpec, tally: Tally,
+                 split_prompt: bool = True,
+                 progress: Callable[[int, int], None] | None = None, total: int = 0) -> None:
+        self.cache, self.pool, self.P = cache, pool, page_size
+        self.pool_size = pool.available_size() + cache.evictable_size()
+        self.cost, self.arrivals, self.spec, self.tally = cost, arrivals, spec, tally
+        self.split_prompt = split_prompt
+        self.now = 0.0
+        self.waiting: deque[_Job] = deque()
+        self.chunked: _Job | None = None
+        self.records: list[JobRecord] = []
+        self.retractions = 0
+        self.peak_queue = 0
+        self.busy_s = 0.0  # virtual seconds the server was computing
+        self.in_system = 0  # requests queued, prefilling or decoding
+        self.in_system_s = 0.0  # its integral over virtual time (Little's L times the span)
+        self.t_cache = self.t_evict = 0.0  # CPU seconds inside cache/pool operations
+        # decode batch: lengths are step + offset; finishes in a heap by step
+        self.step = 0
+        self.running: list[_Job] = []
+        self.offsets = np.zeros(max(1, spec.max_running), dtype=np.int64)
+        self.sum_offset = 0
+        self.remaining_out = 0  # sum over running of tokens still to decode
+        self.finishes: list[tuple[int, int, int, _Job]] = []  # end step, seq, gen, job
+        self.seq = 0
+        self.deferred = 0  # decode slots counted, not yet taken from the pool
+        self.ratio = INIT_NEW_TOKEN_RATIO
+        self.min_ratio = INIT_NEW_TOKEN_RATIO * MIN_NEW_TOKEN_RATIO_FACTOR
+        self.ratio_decay = (INIT_NEW_TOKEN_RATIO - self.min_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS
+        self.progress = progress
+        self.total = total
+        self.progress_every = max(1, total // 200)
+
+    # -- memory -------------------------------------------------------------------
+
+    def _pages(self, n: int) -> int:
+        """Slots that hold ``n`` tokens: whole pages."""
+        return -(-n // self.P) * self.P
+
+    def _free(self) -> int:
+        """Pool slots no running request has counted yet."""
+        return self.pool.available_size() - self.deferred
+
+    def _make_room(self, n: int) -> bool:
+        """Evict through the policy until ``n`` slots are free; False if it cannot."""
+        short = n - self._free()
+        if short > 0:
+            t0 = time.thread_time()
+            self.tally.evicted += self.cache.evict(short)
+            self.t_evict += time.thread_time() - t0
+            self.tally.evict_calls += 1
+        return self._free() >= n
+
+    def _reserved(self) -> int:
+        """Tokens running requests are expected to still decode (SGLang's reservation)."""
+        if not self.spec.reserve_decode:
+            return 0
+        return int(self.remaining_out * self.ratio)
+
+    # -- admission and prefill ------------------------------------------------------
+
+    def _advance(self, dt: float) -> None:
+        """The server computes for ``dt`` seconds."""
+        self.now += dt
+        self.busy_s += dt
+        self.in_system_s += self.in_system * dt
+
+    def _record(self, rec: JobRecord, req: Request) -> None:
+        self.records.append(rec)
+        if self.progress is not None and len(self.records) % self.progress_every == 0:
+            self.progress(len(self.records), self.total)
+        self.arrivals.done(req, self.now)
+
+    def _refuse(self, job: _Job, why: str) -> None:
+        self.tally.record(job.req, job.plen, 0, self.now, admitted=False)
+        self._record(JobRecord(job.req.rid, job.arrival, math.nan, math.nan, self.now,
+                               0, 0, job.plen, 0, refused=why), job.req)
+
+    def _absorb_arrivals(self) -> None:
+        """Queue every request that has arrived by now; refuse one the pool can never hold."""
+        arrivals, now = self.arrivals, self.now
+        while arrivals.next_time() <= now:
+            t = arrivals.next_time()
+            job = _Job(arrivals.pop(), t)
+            need = self._pages(job.plen + job.olen)
+            if need > self.pool_size:
+                self._refuse(job, f"needs {need:,} slots (prompt {job.plen:,} + output "
+                                  f"{job.olen:,} tokens, page-rounded), the pool holds "
+                                  f"{self.pool_size:,}")
+                continue
+            self.waiting.append(job)
+            self.in_system += 1
+            self.in_system_s += now - t  # it waited unseen since it arrived mid-step
+        if len(self.waiting) > self.peak_queue:
+            self.peak_queue = len(self.waiting)
+
+    def _match(self, job: _Job) -> None:
+        """Match and lock the longest cached prefix of what ``job`` must prefill."""
+        t0 = time.thread_time()
+        m = self.cache.match_prefix(job.full[: job.target])
+        self.cache.inc_lock_ref(m.last_node)
+        self.t_cache += time.thread_time() - t0
+        job.node, job.row = m.last_node, m.indices
+        job.tree_len = job.prefilled = m.prefix_len
+
+    def _unmatch(self, job: _Job) -> None:
+        self.cache.dec_lock_ref(job.node)
+        job.node = job.row = None
+
+    def _allocate_chunk(self, job: _Job, budget: int, running: int) -> bool:
+        """Slots for ``job``'s next chunk (at most ``budget`` tokens); False: it does not fit."""
+        todo = job.target - job.prefilled
+        chunk = todo
+        if 0 < budget < todo:
+            chunk = budget // self.P * self.P if budget >= self.P else 0
+            if chunk <= 0:
+                return False
+        assert job.row is not None
+        need = self._pages(job.prefilled + chunk) - len(job.row)
+        # The new request's whole output counts against the pool too (clipped, as SGLang does).
+        expect = min(job.olen - job.generated, CLIP_MAX_NEW_TOKENS) if running else 0
+        avail = self._free() + self.cache.evictable_size() - self._reserved()
+        if need + (expect if self.spec.reserve_decode else 0) > avail and running:
+            return False
+        if need > 0:
+            if not self._make_room(need):
+                return False
+            t0 = time.thread_time()
+            new = self.pool.alloc(need)
+            assert new is not None  # _make_room made the room
+            job.row = torch.from_numpy(np.concatenate([job.row.numpy(), new.numpy()]))
+            self.t_cache += time.thread_time() - t0
+        job.chunk = chunk
+        return True
+
+    def _form_prefill_batch(self) -> list[_Job]:
+        """SGLang's PrefillAdder, reduced to what decides time and memory (docs/replay.md)."""
+        spec = self.spec
+        budget = spec.chunked_prefill_size or 0
+        input_budget = spec.max_prefill_tokens
+        batch: list[_Job] = []
+        running = len(self.running)
+        if self.chunked is not None:
+            job = self.chunked
+            if not self._allocate_chunk(job, budget, running):
+                if running:
+                    return []  # decode first; its finishes free memory
+                raise AssertionError("a chunked prefill alone cannot allocate its next chunk")
+            self.chunked = None
+            batch.append(job)
+            budget = budget - job.chunk if budget else 0
+            input_budget -= job.chunk
+            if job.prefilled + job.chunk < job.target:
+                self.chunked = job
+                return batch
+        while self.waiting and running + len(batch) < spec.max_running:
+            if (spec.chunked_prefill_size and budget <= 0) or input_budget <= 0:
+                break
+            job = self.waiting[0]
+            first = job.hit < 0
+            self._match(job)
+            # the head may always run alone: it fits an empty pool (refused otherwise)
+            if not self._allocate_chunk(job, budget, running + len(batch)):
+                self._unmatch(job)
+                break
+            self.waiting.popleft()
+            if first:
+                job.hit = min(job.tree_len, job.plen)
+                job.admitted = self.now
+                self.tally.record(job.req, job.plen, job.hit, self.now, admitted=True)
+            batch.append(job)
+            budget = budget - job.chunk if budget else 0
+            input_budget -= job.chunk
+            if job.prefilled + job.chunk < job.target:
+                self.chunked = job  # one chunked request at a time; it goes first next time
+                break
+        return batch
+
+    def _prefill(self, batch: list[_Job]) -> None:
+        """Run one prefill batch; finished prompts emit their first token and start decoding."""
+        new = sum(j.chunk for j in batch)
+        pairs = sum(attention_pairs(j.prefilled, j.chunk) for j in batch)
+        self._advance(self.cost.prefill_ms(new, pairs) / 1e3)
+        for job in batch:
+            job.prefilled += job.chunk
+            job.chunk = 0
+            self._cache_unfinished(job)
+            if job.prefilled < job.target:
+                continue  # chunked: more to come
+            job.generated += 1
+            if job.first_token < 0:
+                job.first_token = self.now
+            assert job.row is not None
+            # the first output token's page (past a page-aligned prompt) is counted now and
+            # made room for by the next decode segment, or taken at finish
+            self.deferred += max(0, self._pages(job.plen + job.generated) - len(job.row))
+            if job.generated >= job.olen:
+                self._finish(job)
+            else:
+                self._join_decode(job)
+
+    def _cache_unfinished(self, job: _Job) -> None:
+        """Insert the computed prompt so others can hit it; lock it for this request."""
+        aligned = job.prefilled // self.P * self.P
+        if aligned <= job.tree_len:
+            return
+        cache, row = self.cache, job.row
+        assert row is not None
+        t0 = time.thread_time()
+        cache.insert(job.full[:aligned], row[:aligned], priority=job.req.priority,
+                     prev_prefix_len=job.tree_len)
+        m = cache.match_prefix(job.full[:aligned])
+        cache.inc_lock_ref(m.last_node)
+        cache.dec_lock_ref(job.node)
+        job.node = m.last_node
+        job.row = torch.from_numpy(np.concatenate([m.indices.numpy(), row[aligned:].numpy()]))
+        job.tree_len = m.prefix_len
+        self.t_cache += time.thread_time() - t0
+
+    # -- decode -----------------------------------------------------------------------
+
+    def _join_decode(self, job: _Job) -> None:
+        length = job.plen + job.generated
+        slot = len(self.running)
+        self.running.append(job)
+        job.slot = slot
+        job.offset = length - self.step
+        self.offsets[slot] = job.offset
+        self.sum_offset += job.offset
+        left = job.olen - job.generated
+        self.remaining_out += left
+        job.end_step = self.step + left
+        heapq.heappush(self.finishes, (job.end_step, self.seq, job.gen, job))
+        self.seq += 1
+
+    def _leave_decode(self, job: _Job) -> None:
+        job.generated = self.step + job.offset - job.plen
+        last = self.running.pop()
+        if last is not job:
+            self.running[job.slot] = last
+            last.slot = job.slot
+            self.offsets[job.slot] = last.offset
+        self.sum_offset -= job.offset
+        self.remaining_out -= job.olen - job.generated
+        job.slot = -1
+
+    def _pages_for(self, steps: int) -> int:
+        """New slots the running requests need to grow by ``steps`` tokens each."""
+        n = len(self.running)
+        if self.P == 1:
+            return n * steps
+        lengths = self.offsets[:n] + self.step
+        P = self.P
+        return int(((lengths + steps + P - 1) // P - (lengths + P - 1) // P).sum()) * P
+
+    def _decode(self) -> None:
+        """Run the running batch up to the next point where the schedule can change."""
+        n = len(self.running)
+        context = n * self.step + self.sum_offset
+        steps = self.finishes[0][0] - self.step
+        waiting_could_enter = n < self.spec.max_running and self.chunked is None
+        if waiting_could_enter:
+            if not self.waiting:
+                t_next = self.arrivals.next_time()
+                if t_next < math.inf:
+                    budget_ms = (t_next - self.now) * 1e3
+                    steps = min(steps, self.cost.decode_steps_before(n, context, budget_ms))
+            elif self.spec.reserve_decode and self.ratio > self.min_ratio:
+                steps = min(steps, RESERVATION_RECHECK_STEPS)
+        need = self._pages_for(steps)
+        if not self._make_room(need):
+            free = self._free()
+            lo, hi = 0, steps  # the most steps that fit: binary search on the page count
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if self._pages_for(mid) <= free:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            if lo == 0:
+                self._retract()
+                return
+            steps, need = lo, self._pages_for(lo)
+        self._advance(self.cost.decode_ms(n, context, steps) / 1e3)
+        self.deferred += need
+        self.step += steps
+        self.remaining_out -= n * steps
+        if self.spec.reserve_decode:
+            self.ratio = max(self.min_ratio, self.ratio - self.ratio_decay * steps)
+        fin = self.finishes
+        while fin and fin[0][0] <= self.step:
+            _, _, gen, job = heapq.heappop(fin)
+            if gen != job.gen or job.slot < 0:
+                continue  # retracted since it was queued
+            self._leave_decode(job)
+            self._finish(job)
+
+    def _retract(self) -> None:
+        """Retract running requests until the others can decode on (SGLang's headroom).
+
+        Victims: fewest output tokens first, then the longest prompt (SGLang's
+        ``retract_decode`` order). Each is unlocked, its own slots freed, and
+        it waits at the front of the queue to prefill prompt + output so far.
+        One request alone always fits (longer ones are refused at arrival),
+        unless a chunked prefill holds the rest: then that goes back too.
+        """
+        step = self.step
+        victims = sorted(self.running, key=lambda j: (step + j.offset - j.plen, -j.plen))
+        retracted: list[_Job] = []
+        for job in victims:
+            if len(self.running) <= 1 or self._make_room(
+                    self._pages_for(RETRACT_DECODE_STEPS)):
+                break
+            self._leave_decode(job)
+            self._release(job)
+            retracted.append(job)
+        if not self._make_room(self._pages_for(1)) and self.chunked is not None:
+            job, self.chunked = self.chunked, None
+            self._release(job, decoding=False)
+            retracted.append(job)
+        if not self._make_room(self._pages_for(1)):
+            raise AssertionError("a lone running request cannot grow: slot accounting is off")
+        self.retractions += len(retracted)
+        for job in reversed(retracted):
+            job.retractions += 1
+            self.waiting.appendleft(job)
+        if self.spec.reserve_decode and self.running:
+            decoded = sum(step + j.offset - j.plen for j in self.running)
+            self.ratio = min(1.0, (decoded + RETRACT_DECODE_STEPS * len(self.running))
+                             / max(1, decoded + self.remaining_out))
+
+    def _release(self, job: _Job, decoding: bool = True) -> None:
+        """Free what a retracted request holds beyond the tree's; it will prefill again.
+
+        A decoding request comes back to prefill prompt + output so far; a
+        chunked prefill starts its prompt over.
+        """
+        row = job.row
+        assert row is not None
+        if decoding:
+            job.target = job.plen + job.generated
+            counted = self._pages(job.target) - len(row)
+            if counted > 0:
+                self.deferred -= counted  # counted for its growth, never taken from the pool
+        t0 = time.thread_time()
+        if len(row) > job.tree_len:
+            self.pool.free(row[job.tree_len:])
+        self.cache.dec_lock_ref(job.node)
+        self.t_cache += time.thread_time() - t0
+        job.node = job.row = None
+        job.gen += 1
+        job.prefilled = job.tree_len = 0
+
+    def _finish(self, job: _Job) -> None:
+        """Insert prompt and output (and the prompt checkpoint), free the tail, unlock."""
+        cache, P = self.cache, self.P
+        row = job.row
+        assert row is not None
+        total = job.plen + job.olen
+        t0 = time.thread_time()
+        grow = self._pages(total) - len(row)
+        if grow > 0:  # counted while it grew; taken from the pool now
+            self.deferred -= grow
+            if self.pool.available_size() < grow:  # a one-token answer's page, never made room
+                self._make_room(grow + self.deferred)
+            new = self.pool.alloc(grow)
+            if new is None:  # nothing left to evict: cache only what has slots
+                total = len(row)
+            else:
+                row = torch.from_numpy(np.concatenate([row.numpy(), new.numpy()]))
+        L = total // P * P
+        Lp = job.plen // P * P
+        prio = job.req.priority
+        if L > job.tree_len:
+            cache.insert(job.full[:L], row[:L], priority=prio, prev_prefix_len=job.tree_len)
+        if self.split_prompt and 0 < Lp < L:
+            cache.insert(job.full[:Lp], row[:Lp], priority=prio + 1, prev_prefix_len=Lp,
+                         inserted_len=Lp)
+        if len(row) > max(L, job.tree_len):
+            self.pool.free(row[max(L, job.tree_len):])
+        cache.dec_lock_ref(job.node)
+        self.t_cache += time.thread_time() - t0
+        job.node = job.row = None
+        self.in_system -= 1
+        self._record(JobRecord(job.req.rid, job.arrival, job.admitted, job.first_token,
+                               self.now, job.olen, job.hit, job.plen, job.retractions), job.req)
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def run(self) -> list[JobRecord]:
+        """Serve until every request has finished or been refused."""
+        arrivals = self.arrivals
+        while True:
+            self._absorb_arrivals()
+            if self.chunked is not None or (
+                    self.waiting and len(self.running) < self.spec.max_running):
+                batch = self._form_prefill_batch()
+                if batch:
+                    self._prefill(batch)
+                    continue
+                if not self.running:
+                    raise AssertionError("the queue's head cannot be admitted to an idle server")
+            if self.running:
+                self._decode()
+                continue
+            t_next = arrivals.next_time()
+            if t_next == math.inf:
+                break
+            self.now = max(self.now, t_next)
+        self.tally.flush(self.now)
+        if self.progress is not None:
+            self.progress(len(self.records), self.total)
+        return self.records
