@@ -81,15 +81,24 @@ def _json_requested(args: list[str]) -> bool:
 
 
 class PolicyHelpCommand(TyperCommand):
-    """Fills ``{choices}`` in option help with the registry's choices when help is shown."""
+    """Fills ``{choices}`` (the registry's choices) and ``{presets}`` (the cost-model
+    presets) in option help when help is shown."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        choices = _choices_text()
+        fills = {"{choices}": _choices_text, "{presets}": _presets_text}
         for param in self.params:
             text = getattr(param, "help", None)
-            if isinstance(text, str) and "{choices}" in text:
-                setattr(param, "help", text.replace("{choices}", choices))  # noqa: B010
+            for mark, fill in fills.items():
+                if isinstance(text, str) and mark in text:
+                    text = text.replace(mark, fill())
+                    setattr(param, "help", text)  # noqa: B010
         super().format_help(ctx, formatter)
+
+
+def _presets_text() -> str:
+    from radix_evict.sim.timed.cost import preset_names
+
+    return ", ".join(preset_names())
 
 
 def _choices_text() -> str:

@@ -20,6 +20,7 @@ from radix_evict.sim.bound import Bound
 from radix_evict.sim.failures import RunFailure
 from radix_evict.sim.results import ReplayResult
 from radix_evict.sim.runs import PolicyRun, policy_matrix, replay_policies
+from radix_evict.sim.timed.spec import TimingSpec
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload
 
 from . import output, simulate_failures
@@ -30,13 +31,18 @@ from .simulate_derived import derived_notes
 from .simulate_options import (
     BaselineOpt,
     BlockSizeOpt,
+    ChunkedPrefillOpt,
+    ConcurrencyOpt,
     ConfigOpt,
+    CostModelOpt,
     DeviceOpt,
     JobsOpt,
     JsonOpt,
     ListOpt,
+    MaxRunningOpt,
     MetricsOpt,
     ModelOpt,
+    ObjectiveOpt,
     OracleOpt,
     PageOpt,
     ParamOpt,
@@ -44,7 +50,12 @@ from .simulate_options import (
     PolicyOpt,
     PoolOpt,
     ProgressOpt,
+    RateOpt,
     SeedOpt,
+    SloTpotOpt,
+    SloTtftOpt,
+    TimeScaleOpt,
+    TimingOpt,
     TraceFormatOpt,
     TraceOpt,
     WorkloadOpt,
@@ -66,6 +77,7 @@ from .simulate_report import (
     tier_table,
 )
 from .simulate_setup import ALL, build_runs, build_trace, build_workloads, params_for, workload_list
+from .simulate_timing import build_timing, recommend_timed, timed_table, timing_json
 
 
 def _warn_failed(results: Sequence[ReplayResult]) -> None:
@@ -91,19 +103,20 @@ def _write_extras(plot: Path | None, metrics: Path | None, draw: Any,
 
 def _bounds(wls: Sequence[Workload], results: Sequence[ReplayResult], *,
             pool_tokens: int | None, page_size: int, progress: bool,
-            jobs: int | None) -> dict[str, Bound]:
+            jobs: int | None, timing: TimingSpec | None = None) -> dict[str, Bound]:
     """--oracle: the offline bound and infinite-pool ceiling of every workload."""
     from radix_evict.sim.bound import compute_bounds
 
     with output.progress_bar("oracle and ceiling", enabled=progress) as prog:
         return compute_bounds(wls, results, pool_tokens=pool_tokens, page_size=page_size,
-                              progress=prog, workers=jobs)
+                              progress=prog, workers=jobs, timing=timing)
 
 
 def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
                 page_size: int, seed: int, json_out: bool, plot: Path | None,
                 metrics: Path | None, progress: bool, jobs: int | None,
-                oracle: bool = False, verbose: bool = False) -> None:
+                oracle: bool = False, verbose: bool = False, timing: TimingSpec | None = None,
+                objective: str = "hit-rate") -> None:
     """One workload (or trace): a table per policy and a recommendation."""
     pool = wl.default_pool_tokens if pool_tokens is None else pool_tokens
     output.note(f"workload {wl.name} (seed {wl.seed}): {wl.num_requests:,} requests; "
@@ -114,16 +127,17 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
     failures: list[RunFailure] = []
     with output.progress_bar(f"replaying {wl.name}", enabled=progress) as prog:
         results = replay_policies(wl, runs, pool_tokens=pool_tokens, page_size=page_size,
-                                  progress=prog, workers=jobs, failures=failures)
+                                  progress=prog, workers=jobs, failures=failures,
+                                  timing=timing)
     if not results:
         raise simulate_failures.all_failed(failures)
     bound = None
     if oracle:
         bound = _bounds([wl], results, pool_tokens=pool_tokens, page_size=page_size,
-                        progress=progress, jobs=jobs)[wl.name]
+                        progress=progress, jobs=jobs, timing=timing)[wl.name]
     wall = time.perf_counter() - t0
     _warn_failed(results)
-    rec = recommend_served(results)
+    rec = recommend_served(results) if timing is None else recommend_timed(results, objective)
 
     def draw() -> None:
         from .simulate_plot import plot_single
@@ -148,11 +162,16 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
             data["tier_hit_rates"] = {r.label: r.tier_hit_rates for r in results}
         if bound is not None:
             add_bound_json(data, [bound])
+        if timing is not None:
+            data.update(timing_json(timing, objective))
         output.emit_json(data)
     else:
         out = output.stdout()
-        out.print(policy_table(results, rec.policy, f"{wl.name}: {len(results)} policies",
-                               bound))
+        title = f"{wl.name}: {len(results)} policies"
+        if timing is not None:
+            out.print(timed_table(results, rec.policy, title + " (timed replay)", bound))
+        else:
+            out.print(policy_table(results, rec.policy, title, bound))
         if wl.name == TIERS_WORKLOAD:
             out.print(tier_table(results, "hit rate per priority tier"))
         print_recommendation(rec)
@@ -164,7 +183,8 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
 def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int | None,
                 page_size: int, seed: int, json_out: bool, plot: Path | None,
                 metrics: Path | None, progress: bool, jobs: int | None,
-                oracle: bool = False, verbose: bool = False) -> None:
+                oracle: bool = False, verbose: bool = False, timing: TimingSpec | None = None,
+                objective: str = "hit-rate") -> None:
     """Several workloads: policy x workload matrix with a winner per workload."""
     output.note(f"{len(wls)} workloads x {len(runs)} policies: "
                 f"{sum(w.num_requests for w in wls) * len(runs):,} request replays")
@@ -173,20 +193,26 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
     failures: list[RunFailure] = []
     with output.progress_bar("policy x workload", enabled=progress) as prog:
         m = policy_matrix(wls, runs, seed=seed, pool_tokens=pool_tokens, page_size=page_size,
-                          progress=prog, workers=jobs, failures=failures)
+                          progress=prog, workers=jobs, failures=failures, timing=timing,
+                          objective=objective if timing is not None else "hit-rate")
     if not m.results:
         raise simulate_failures.all_failed(failures)
     bounds: dict[str, Bound] = {}
     if oracle:
         bounds = _bounds(wls, m.results, pool_tokens=pool_tokens, page_size=page_size,
-                         progress=progress, jobs=jobs)
+                         progress=progress, jobs=jobs, timing=timing)
     wall = time.perf_counter() - t0
     _warn_failed(m.results)
     names = [w.name for w in wls if w.name in m.winners]  # the core named each winner
     if not names:
         raise CliError(NOTHING_SERVED, EXIT_INVALID)
-    recs = {w: recommend([r for r in m.results if r.workload == w],
-                         (m.cell(w, m.winners[w]), m.tie_breaks.get(w, False))) for w in names}
+    if timing is None:
+        recs = {w: recommend([r for r in m.results if r.workload == w],
+                             (m.cell(w, m.winners[w]), m.tie_breaks.get(w, False)))
+                for w in names}
+    else:
+        recs = {w: recommend_timed([r for r in m.results if r.workload == w], objective)
+                for w in names}
     winners = dict(m.winners)
     tiers = [r for r in m.results if r.workload == TIERS_WORKLOAD]
 
@@ -209,10 +235,16 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
             data["tier_hit_rates"] = {r.label: r.tier_hit_rates for r in tiers}
         if bounds:
             add_bound_json(data, list(bounds.values()))
+        if timing is not None:
+            data.update(timing_json(timing, objective))
         output.emit_json(data)
     else:
         out = output.stdout()
         out.print(matrix_table(names, m.policies, m.results, winners, bounds))
+        if timing is not None:
+            for w in names:
+                cells = [m.cell(w, p) for p in m.policies]
+                out.print(timed_table(cells, winners[w], f"{w} (timed replay)"))
         out.print(hit_rate_pivot(names, m.policies, m.results, winners, bounds))
         if tiers:
             out.print(tier_table(tiers, f"{TIERS_WORKLOAD}: hit rate per priority tier"))
@@ -244,6 +276,16 @@ def simulate(
     list_workloads: ListOpt = False,
     jobs: JobsOpt = None,
     oracle: OracleOpt = False,
+    timing: TimingOpt = False,
+    max_running: MaxRunningOpt = None,
+    rate: RateOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    time_scale: TimeScaleOpt = None,
+    cost_model: CostModelOpt = None,
+    slo_ttft: SloTtftOpt = None,
+    slo_tpot: SloTpotOpt = None,
+    objective: ObjectiveOpt = "hit-rate",
+    chunked_prefill_size: ChunkedPrefillOpt = None,
 ) -> None:
     """Which policy should I run? Replay a workload under each policy and recommend one.
 
@@ -268,7 +310,14 @@ def simulate(
     check_params(params)
     check_pool(pool_tokens, page_size)
     name = workload or DEFAULT_WORKLOAD
+    timed = build_timing(timing=timing, seed=seed, objective=objective,
+                         max_running=max_running, rate=rate, concurrency=concurrency,
+                         time_scale=time_scale, cost_model=cost_model, slo_ttft=slo_ttft,
+                         slo_tpot=slo_tpot, chunked_prefill_size=chunked_prefill_size)
     if model is not None:
+        if timed is not None:
+            raise CliError("--timing models time; --model tiny measures it: give one",
+                           EXIT_USAGE)
         from .simulate_engine import MODELS
 
         if model not in MODELS:
@@ -300,7 +349,8 @@ def simulate(
     common: dict[str, Any] = {"verbose": bool(getattr(ctx.obj, "verbose", False)),
                               "pool_tokens": pool_tokens, "page_size": page_size, "seed": seed,
                               "json_out": json_out, "plot": plot, "metrics": metrics,
-                              "progress": progress, "jobs": jobs, "oracle": oracle}
+                              "progress": progress, "jobs": jobs, "oracle": oracle,
+                              "timing": timed, "objective": objective}
     if len(wls) == 1 and name != ALL:
         _run_single(wls[0], runs, **common)
     else:

@@ -65,3 +65,42 @@ JobsOpt = Annotated[int | None, typer.Option(
     help="Worker processes for the replays (default: planned from the cores; more processes "
          "than cores when that finishes sooner, e.g. 3 for 5 replays on 2 cores). "
          "The figures do not depend on it.")]
+
+# The timed replay (docs/replay.md): TTFT and SLOs under load, in virtual time.
+TimingOpt = Annotated[bool, typer.Option(
+    "--timing",
+    help="Replay through a continuous-batching server in virtual time: TTFT, queueing, "
+         "TPOT, end-to-end latency, SLO attainment and goodput per policy.")]
+MaxRunningOpt = Annotated[int | None, typer.Option(
+    "--max-running", min=1,
+    help="With --timing: most requests running at once (SGLang's --max-running-requests; "
+         "default 256).")]
+RateOpt = Annotated[float | None, typer.Option(
+    "--rate", min=0.0,
+    help="With --timing: Poisson arrivals, about R requests per second (a workload's new "
+         "sessions come at R x sessions/requests per second). Default: the workload's own "
+         "session starts and think times, or a trace's timestamps.")]
+ConcurrencyOpt = Annotated[int | None, typer.Option(
+    "--concurrency", min=1,
+    help="With --timing: a closed loop of N clients; each sends its next request (or starts "
+         "its next session) when the last one ends.")]
+TimeScaleOpt = Annotated[float | None, typer.Option(
+    "--time-scale", min=0.0,
+    help="With --timing: multiply every inter-arrival and think time (2 = half speed, "
+         "0.5 = double speed).")]
+CostModelOpt = Annotated[str | None, typer.Option(
+    "--cost-model",
+    help="With --timing: a preset ({presets}) or a TOML/JSON file (see `radix-evict "
+         "calibrate`). Default: llama3-8b-h100.")]
+SloTtftOpt = Annotated[float | None, typer.Option(
+    "--slo-ttft", min=0.0, help="With --timing: TTFT SLO in ms (adds SLO attainment, goodput).")]
+SloTpotOpt = Annotated[float | None, typer.Option(
+    "--slo-tpot", min=0.0, help="With --timing: time-per-output-token SLO in ms.")]
+ObjectiveOpt = Annotated[str, typer.Option(
+    "--objective",
+    help="What the recommendation ranks by: hit-rate, ttft-p99 or slo (the last two with "
+         "--timing; slo with --slo-ttft or --slo-tpot).")]
+ChunkedPrefillOpt = Annotated[int | None, typer.Option(
+    "--chunked-prefill-size", min=0,
+    help="With --timing: prefill a long prompt in chunks of N tokens (SGLang's option; "
+         "default 8192; 0 = no chunking).")]

@@ -52,11 +52,35 @@ def _reference_lines(ax: Any, bound: Bound | None, timeline: bool = False) -> No
                    label=f"{name}{' overall' if timeline else ''} {100 * value:.1f}%")
 
 
+def _ttft_cdf(ax: Any, results: Sequence[ReplayResult], bound: Bound | None) -> None:
+    """Share of requests with TTFT at most x, one line per policy (and the timed oracle)."""
+    rows = list(results)
+    if bound is not None and bound.oracle.timing is not None:
+        rows.append(bound.oracle)
+    for r in rows:
+        cdf = r.timing.ttft_cdf_ms
+        if not cdf:
+            continue
+        shares = [100 * i / (len(cdf) - 1) for i in range(len(cdf))]
+        style = "--" if r is not results[-1] and r not in results else "-"
+        ax.plot([max(x, 1e-3) for x in cdf], shares, style, label=r.label, linewidth=1.2)
+    ax.set_xscale("log")
+    ax.set_xlabel("TTFT (ms, virtual time)")
+    ax.set_ylabel("requests (%)")
+    ax.set_title("TTFT CDF (timed replay)", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
 def plot_single(path: Path, results: Sequence[ReplayResult], title: str,
                 bound: Bound | None = None) -> None:
-    """One workload: hit rate, p50/p90/p99 uncached per policy, and hit rate over time."""
+    """One workload: hit rate, p50/p90/p99 uncached per policy, and hit rate over time.
+
+    A timed replay adds a fourth panel: each policy's TTFT CDF.
+    """
     plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+    timed = all(r.timing is not None for r in results)
+    fig, axes = plt.subplots(1, 4 if timed else 3, figsize=(21 if timed else 16, 4.8))
     labels = [r.label for r in results]
     axes[0].bar(labels, [100 * r.hit_rate for r in results], color="tab:blue")
     axes[0].set_ylabel("token hit rate (%)")
@@ -72,6 +96,8 @@ def plot_single(path: Path, results: Sequence[ReplayResult], title: str,
     _timeline(axes[2], results, "hit rate over time (window)")
     _reference_lines(axes[2], bound, timeline=True)
     axes[2].legend(fontsize=8)
+    if timed:
+        _ttft_cdf(axes[3], results, bound)
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

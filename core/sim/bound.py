@@ -19,12 +19,14 @@ from typing import Any
 
 from radix_evict.policies.contract import DEFAULT_POLICY
 from radix_evict.sim.ceiling import Ceiling, infinite_pool_ceiling
-from radix_evict.sim.oracle import ORACLE, oracle_workload
+from radix_evict.sim.oracle import ORACLE, oracle_for_order, oracle_workload, prompts_by_rid
 from radix_evict.sim.parallel import ProgressFn, run_jobs
 from radix_evict.sim.replay import TIMELINE_POINTS, ReplayResult, replay
+from radix_evict.sim.timed.spec import TimingSpec
 from radix_evict.sim.workloads import Workload
 
 REFERENCE = DEFAULT_POLICY  # what gap_closed measures from: SGLang's default
+ORACLE_ROUNDS = 12  # the timed oracle's fixed-point rounds, at most (chat settles in 7)
 
 
 @dataclass
@@ -60,8 +62,19 @@ def replay_oracle(
     progress: ProgressFn | None = None,
     timeline_points: int = TIMELINE_POINTS,
     workload_info: dict[str, Any] | None = None,
+    timing: TimingSpec | None = None,
 ) -> ReplayResult:
-    """Replay ``workload`` under the oracle through the usual cache, driver and replay loop."""
+    """Replay ``workload`` under the oracle through the usual cache, driver and replay loop.
+
+    With ``timing``, the oracle decides evictions in the timed replay (its
+    TTFT is the bound); :func:`_replay_timed_oracle` says what order it
+    foresees.
+    """
+    if timing is not None:
+        return _replay_timed_oracle(workload, timing, pool_tokens=pool_tokens,
+                                    page_size=page_size, progress=progress,
+                                    timeline_points=timeline_points,
+                                    workload_info=workload_info)
     wrapped, oracle = oracle_workload(workload, page_size)
     return replay(
         wrapped,
@@ -73,6 +86,42 @@ def replay_oracle(
         label=ORACLE,
         workload_info=workload_info,
     )
+
+
+def _replay_timed_oracle(workload: Workload, timing: TimingSpec, *, pool_tokens: int | None,
+                         page_size: int, progress: ProgressFn | None, timeline_points: int,
+                         workload_info: dict[str, Any] | None) -> ReplayResult:
+    """Belady in the timed replay, foreseeing the order it will itself admit requests in.
+
+    Belady needs the future order of uses. In the timed replay that order is
+    the admission order, and where a session's next turn arrives after its
+    previous one finishes, it depends on the evictions themselves. So the
+    oracle is replayed to a fixed point: the first round foresees arrival
+    order, each next round the order the previous round admitted in, until
+    the order it foresaw is the order it served (``self_consistent``), or
+    :data:`ORACLE_ROUNDS` rounds. A trace's arrivals do not depend on the
+    cache: one round, or two, settles it. ``policy_config`` of the result
+    records the rounds.
+    """
+    prompts = prompts_by_rid(workload)
+    order = list(prompts)
+    settled = False
+    for rounds in range(1, ORACLE_ROUNDS + 1):
+        oracle, clock = oracle_for_order(prompts, order, page_size)
+        res = replay(workload, oracle, pool_tokens=pool_tokens, page_size=page_size,
+                     progress=progress if rounds == 1 else None,
+                     timeline_points=timeline_points, label=ORACLE,
+                     workload_info=workload_info, timing=timing, keep_requests=True,
+                     on_admit=clock)
+        assert res.per_request is not None
+        served = [r.rid for r in res.per_request]
+        settled = served == order
+        if settled:
+            break
+        order = served
+    res.per_request = None
+    res.policy_config = {"rounds": rounds, "self_consistent": settled}
+    return res
 
 
 def _is_reference(r: ReplayResult) -> bool:
@@ -89,8 +138,12 @@ def compute_bounds(
     timeline_points: int = TIMELINE_POINTS,
     workers: int | None = 1,
     infos: Mapping[str, dict[str, Any]] | None = None,
+    timing: TimingSpec | None = None,
 ) -> dict[str, Bound]:
-    """The bound of every workload; lru is replayed too where ``results`` lack it."""
+    """The bound of every workload; lru is replayed too where ``results`` lack it.
+
+    ``timing``: the oracle and lru run in the timed replay (the ceiling is a hit rate).
+    """
     jobs: list[Callable[[ProgressFn | None], Any]] = []
     sizes: list[int] = []
     plan: list[tuple[str, str]] = []  # (workload, what) per job
@@ -102,7 +155,7 @@ def compute_bounds(
         def oracle_job(p: ProgressFn | None, w: Workload = w, info: Any = info) -> Any:
             return replay_oracle(w, pool_tokens=pool_tokens, page_size=page_size,
                                  progress=p, timeline_points=timeline_points,
-                                 workload_info=info)
+                                 workload_info=info, timing=timing)
 
         def ceiling_job(_p: ProgressFn | None, w: Workload = w) -> Any:
             return infinite_pool_ceiling(w, page_size)
@@ -114,7 +167,8 @@ def compute_bounds(
 
             def lru_job(p: ProgressFn | None, w: Workload = w, info: Any = info) -> Any:
                 return replay(w, REFERENCE, pool_tokens=pool_tokens, page_size=page_size,
-                              progress=p, timeline_points=0, workload_info=info)
+                              progress=p, timeline_points=0, workload_info=info,
+                              timing=timing)
 
             jobs.append(lru_job)
             sizes.append(w.num_requests)

@@ -27,7 +27,7 @@ no config, ``validate``, ``lint`` or serving plugin can name it. Only
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,7 @@ import numpy.typing as npt
 from radix_evict.cache.tree import TOKEN_BYTES, TreeNode, common_prefix_len, key_view
 from radix_evict.policies.contract import EvictionPolicy
 from radix_evict.policies.derive import WorkloadStats
-from radix_evict.sim.workloads import Event, Workload
+from radix_evict.sim.workloads import Event, Request, Workload
 
 ORACLE = "oracle"
 
@@ -217,6 +217,31 @@ def future_of(workload: Workload, page_size: int) -> FutureIndex:
         if ev.kind == "arrive":
             future.add(ev.request.prompt)
     return future
+
+
+def prompts_by_rid(workload: Workload) -> dict[str, npt.NDArray[np.int64]]:
+    """Every request's prompt by id, in arrival order (a request's tokens never depend on time)."""
+    return {req.rid: req.prompt for req in workload.requests()}
+
+
+def oracle_for_order(prompts: dict[str, npt.NDArray[np.int64]], order: list[str],
+                     page_size: int) -> tuple[OraclePolicy, Callable[[Request], None]]:
+    """A Belady oracle that foresees requests admitted in ``order``, and its clock.
+
+    The timed replay calls the clock as it first admits each request; the
+    oracle's ``now`` becomes that request's place in ``order``.
+    """
+    future = FutureIndex(page_size)
+    index: dict[str, int] = {}
+    for i, rid in enumerate(order):
+        future.add(prompts[rid])
+        index[rid] = i
+    oracle = OraclePolicy(future)
+
+    def clock(req: Request) -> None:
+        oracle.now = index[req.rid]
+
+    return oracle, clock
 
 
 def oracle_workload(workload: Workload, page_size: int) -> tuple[Workload, OraclePolicy]:

@@ -277,6 +277,7 @@ def replay(
     keep_requests: bool = False,
     workload_info: dict[str, Any] | None = None,
     timing: TimingSpec | None = None,
+    on_admit: Callable[[Request], None] | None = None,
 ) -> ReplayResult:
     """Replay ``workload`` through a fresh cache and return its figures.
 
@@ -291,7 +292,8 @@ def replay(
     caller already has it: several replays of one workload describe it once.
     ``timing`` replays the workload through a continuous-batching server in
     virtual time instead (:mod:`radix_evict.sim.timed`): the result's ``timing``
-    holds TTFT, queueing, TPOT, SLO and throughput figures.
+    holds TTFT, queueing, TPOT, SLO and throughput figures; ``on_admit(request)``
+    is called as each request is first admitted (the timed oracle's clock).
     Raises ReplayError if, after the replay, a lock is still held or the pool
     and the tree do not account for every slot.
     """
@@ -301,7 +303,7 @@ def replay(
         from radix_evict.sim.timed.run import serve
 
         figures, times = serve(workload, s.cache, s.pool, s.page_size, timing, tally,
-                               split_prompt=split_prompt, progress=progress)
+                               split_prompt=split_prompt, progress=progress, on_admit=on_admit)
         _check_accounting(s.cache, s.pool, s.pool_size)
         result = _result(workload, s, tally, times, label, workload_info)
         result.timing = figures

@@ -20,7 +20,7 @@ the policy's idea.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from radix_evict.errors import RadixEvictError
 
@@ -134,7 +134,7 @@ def choose_by_objective(results: Sequence[S], objective: str = "hit-rate") -> tu
     if any(t is None for _, t in timed):
         raise ObjectiveError(f"objective {objective!r} ranks timed replays: add --timing")
     ran = [r for r in ran if not checkpoint_only(r)] or ran
-    by_label = {r.label: t for r, t in timed}
+    by_label: dict[str, Any] = {r.label: t for r, t in timed}
 
     def key(r: S) -> tuple[float, float]:
         t = by_label[r.label]

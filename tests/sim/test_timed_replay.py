@@ -11,14 +11,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from helpers.timed import ListWorkload, fixed_cost, request, unique_requests
 
 from radix_evict.sim.replay import replay
 from radix_evict.sim.timed.arrivals import ArrivalSpec
 from radix_evict.sim.timed.server import SchedulerSpec
 from radix_evict.sim.timed.spec import TimingSpec
 from radix_evict.sim.workloads import get_workload
-
-from helpers.timed import ListWorkload, fixed_cost, request, unique_requests
 
 ALL_POLICIES = ["lru", "lfu", "slru", "priority", "tlru", "fifo", "mru", "filo"]
 
@@ -98,7 +97,8 @@ def test_an_infinite_pool_gives_every_policy_the_same_timing():
         assert got == first, policy
 
 
-def test_every_request_finishes_or_is_refused_by_name_under_memory_pressure():
+@pytest.mark.parametrize("reserve", [False, True])
+def test_every_request_finishes_or_is_refused_by_name_under_memory_pressure(reserve):
     # prompts share a long system prompt; the pool holds only a few requests at once
     system = list(range(1000, 1400))
     reqs = []
@@ -109,13 +109,15 @@ def test_every_request_finishes_or_is_refused_by_name_under_memory_pressure():
     giant = request(999, list(range(5_000_000, 5_004_000)), [1, 2, 3], arrival=0.05)
     reqs.append(giant)
     reqs.sort(key=lambda q: q.arrival)
-    res, recs = _records(ListWorkload(reqs), pool=3000, page=16,
-                         cost_model=fixed_cost(), scheduler=SchedulerSpec(max_running=32))
+    res, recs = _records(ListWorkload(reqs), pool=3000, page=16, cost_model=fixed_cost(),
+                         scheduler=SchedulerSpec(max_running=32, reserve_decode=reserve))
     assert len(recs) == len(reqs)
     assert recs["q999"].refused is not None and "pool holds 2,992" in recs["q999"].refused
     ran = [r for r in recs.values() if r.refused is None]
     assert len(ran) == len(reqs) - 1
-    assert res.timing.retractions > 0  # decode ran out of memory and retracted
+    if not reserve:  # nothing held back for decode: it runs out of memory and retracts
+        assert res.timing.retractions > 0
+        assert any(r.retractions for r in ran)
     assert res.timing.refused == 1
     assert res.failed == 1
     # replay() checked the accounting: nothing locked, every slot free or in the tree
@@ -129,11 +131,11 @@ def test_every_request_finishes_or_is_refused_by_name_under_memory_pressure():
 def test_chunked_prefill_splits_a_long_prompt_into_budgeted_steps(page):
     long = request(0, list(range(20_000)), [7, 8], arrival=0.0)
     cost = fixed_cost(prefill_base=10.0, per_token=0.001, decode_base=1.0)
-    res, recs = _records(ListWorkload([long]), page=page, cost_model=cost,
+    _res, recs = _records(ListWorkload([long]), page=page, cost_model=cost,
                          scheduler=SchedulerSpec(chunked_prefill_size=8192))
     # three chunks (8192, 8192, 3616 tokens): three base costs, not one
     assert recs["q0"].ttft == pytest.approx((3 * 10.0 + 20_000 * 0.001) / 1e3)
-    res1, recs1 = _records(ListWorkload([long]), page=page, cost_model=cost,
+    _res1, recs1 = _records(ListWorkload([long]), page=page, cost_model=cost,
                            scheduler=SchedulerSpec(chunked_prefill_size=0))
     assert recs1["q0"].ttft == pytest.approx((10.0 + 20_000 * 0.001) / 1e3)
 
@@ -141,8 +143,8 @@ def test_chunked_prefill_splits_a_long_prompt_into_budgeted_steps(page):
 def test_a_request_arriving_during_anothers_decode_hits_its_prompt():
     shared = list(range(500))
     a = request(0, shared, list(range(10_000, 10_300)), arrival=0.0)
-    b = request(1, shared + [1, 2, 3], [4, 5], arrival=0.05)  # a is still decoding
-    res, recs = _records(ListWorkload([a, b]), cost_model=fixed_cost(),
+    b = request(1, [*shared, 1, 2, 3], [4, 5], arrival=0.05)  # a is still decoding
+    _res, recs = _records(ListWorkload([a, b]), cost_model=fixed_cost(),
                          scheduler=SchedulerSpec(max_running=4))
     assert recs["q0"].finish > 0.05 + recs["q1"].ttft  # b ran while a decoded
     assert recs["q1"].hit_tokens == 500
@@ -167,7 +169,7 @@ def test_the_same_seed_gives_the_same_figures():
 
 def test_closed_loop_keeps_at_most_n_requests_in_the_system():
     reqs = unique_requests(200, rate=1000.0, seed=1)
-    res, recs = _records(ListWorkload(reqs), cost_model=fixed_cost(),
+    _res, recs = _records(ListWorkload(reqs), cost_model=fixed_cost(),
                          arrivals=ArrivalSpec(concurrency=3),
                          scheduler=SchedulerSpec(max_running=8))
     events = sorted([(r.arrival, 1) for r in recs.values()] +
@@ -195,7 +197,7 @@ def test_time_scale_stretches_trace_gaps():
 def test_slo_attainment_and_goodput_count_refused_requests_as_misses():
     reqs = unique_requests(40, rate=2.0, seed=9)
     reqs.append(request(99, list(range(9_000_000, 9_000_500)), [1], arrival=reqs[-1].arrival))
-    res, recs = _records(ListWorkload(reqs), pool=400, cost_model=fixed_cost(),
+    res, _recs = _records(ListWorkload(reqs), pool=400, cost_model=fixed_cost(),
                          slo_ttft_ms=1e6)
     t = res.timing
     assert t.refused >= 1

@@ -140,7 +140,8 @@ def _parse(text: str, where: str, suffix: str) -> dict[str, Any]:
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
         raise CostModelError(f"cost model {where}: not valid {suffix[1:].upper()}: {exc}") from exc
     if not isinstance(data, dict):
-        raise CostModelError(f"cost model {where}: expected a table of keys, got {type(data).__name__}")
+        raise CostModelError(
+            f"cost model {where}: expected a table of keys, got {type(data).__name__}")
     return data
 
 

@@ -12,7 +12,7 @@ from radix_evict.sim.timed.arrivals import arrivals_for
 from radix_evict.sim.timed.figures import TimedFigures, summarize
 from radix_evict.sim.timed.server import Server
 from radix_evict.sim.timed.spec import TimingSpec
-from radix_evict.sim.workloads import Workload
+from radix_evict.sim.workloads import Request, Workload
 
 __all__ = ["serve"]
 
@@ -20,6 +20,7 @@ __all__ = ["serve"]
 def serve(workload: Workload, cache: RadixCache, pool: KVPool, page_size: int,
           timing: TimingSpec, tally: Tally, *, split_prompt: bool = True,
           progress: Callable[[int, int], None] | None = None,
+          on_admit: Callable[[Request], None] | None = None,
           ) -> tuple[TimedFigures, tuple[float, float, float]]:
     """Serve ``workload``; its figures and (cache CPU s, evict CPU s, wall s).
 
@@ -31,7 +32,7 @@ def serve(workload: Workload, cache: RadixCache, pool: KVPool, page_size: int,
     arrivals = arrivals_for(workload, timing.arrivals)
     server = Server(cache, pool, page_size, timing.cost_model, arrivals, timing.scheduler,
                     tally, split_prompt=split_prompt, progress=progress,
-                    total=workload.num_requests)
+                    total=workload.num_requests, on_admit=on_admit)
     wall0 = time.perf_counter()
     records = server.run()
     wall = time.perf_counter() - wall0

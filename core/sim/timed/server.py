@@ -15,9 +15,10 @@ not modelled):
   running requests;
 - admission is first come first served: the head of the queue is admitted
   while fewer than ``max_running`` requests run and the pool (free slots plus
-  evictable cache, less what running requests are expected to still decode)
-  holds its uncached prompt tokens; a head that does not fit holds back the
-  queue;
+  evictable cache, less what running requests are expected to still decode,
+  SGLang's ``new_token_ratio`` reservation) holds its uncached prompt tokens
+  and its expected output; a head that does not fit holds back the queue,
+  and no admission is tried again until a running request leaves;
 - a prompt longer than the chunk budget is prefilled in chunks of
   ``chunked_prefill_size`` tokens, one chunked request at a time;
 - after each prefill (chunk) the computed prompt is inserted into the tree
@@ -27,7 +28,7 @@ not modelled):
 - decode grows each request one token a step, a page at a time; when the
   pool cannot hold the next steps even after eviction, requests are retracted
   (fewest output tokens first, then the longest prompt), their KV freed, and
-  they wait at the front of the queue to prefill again.
+  they wait at the back of the queue to prefill prompt and output so far.
 
 Decode slots are counted when a request grows and allocated from the pool
 when it finishes or is retracted (``_deferred``): slot numbers never reach a
@@ -55,35 +56,40 @@ from radix_evict.sim.timed.arrivals import Arrivals
 from radix_evict.sim.timed.cost import CostModel, attention_pairs
 from radix_evict.sim.workloads import Request
 
-__all__ = ["SchedulerSpec", "Server", "JobRecord"]
+__all__ = ["JobRecord", "SchedulerSpec", "Server"]
 
-# SGLang 0.5.23's constants (docs/replay.md cites where each comes from).
+# SGLang 0.5.23's constants (docs/replay.md says where each comes from).
 INIT_NEW_TOKEN_RATIO = 0.7
 MIN_NEW_TOKEN_RATIO_FACTOR = 0.14
 NEW_TOKEN_RATIO_DECAY_STEPS = 600
 CLIP_MAX_NEW_TOKENS = 4096
 RETRACT_DECODE_STEPS = 20
-# While the queue's head waits for memory, a decode segment stops this often to see whether
-# the decaying reservation lets it in (SGLang checks every step; the ratio moves 0.1% a step).
-RESERVATION_RECHECK_STEPS = 8
+MAX_RUNNING_CAP = 2048  # the default max_running_requests for a long-context model
 
 
 @dataclass(frozen=True)
 class SchedulerSpec:
     """The server's knobs (SGLang's names and, where it has one, its default)."""
 
-    max_running: int = 256
+    max_running: int | None = None  # None: SGLang's default, min(2048, pool tokens / 2)
     chunked_prefill_size: int = 8192  # 0: no chunking
     max_prefill_tokens: int = 16384
     reserve_decode: bool = True  # SGLang's new_token_ratio reservation for running requests
 
     def __post_init__(self) -> None:
-        for name in ("max_running", "max_prefill_tokens"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.max_running is not None and self.max_running < 1:
+            raise ValueError(f"max_running must be >= 1, got {self.max_running!r}")
+        if self.max_prefill_tokens < 1:
+            raise ValueError(f"max_prefill_tokens must be >= 1, got {self.max_prefill_tokens!r}")
         if self.chunked_prefill_size < 0:
             raise ValueError(f"chunked_prefill_size must be >= 0, got "
                              f"{self.chunked_prefill_size!r}")
+
+    def running_limit(self, pool_tokens: int) -> int:
+        """``max_running``, or SGLang's default for a pool of ``pool_tokens``."""
+        if self.max_running is not None:
+            return self.max_running
+        return max(1, min(MAX_RUNNING_CAP, pool_tokens // 2))
 
     def describe(self) -> dict[str, Any]:
         return {"max_running": self.max_running,
@@ -130,9 +136,28 @@ class JobRecord:
 class _Job:
     """A request between arrival and finish."""
 
-    __slots__ = ("admitted", "arrival", "end_step", "first_token", "full", "generated", "hit",
-                 "node", "offset", "plen", "prefilled", "req", "retractions", "row", "slot",
-                 "target", "tree_len", "olen", "chunk", "gen")
+    __slots__ = (
+        "admitted",
+        "arrival",
+        "chunk",
+        "end_step",
+        "first_token",
+        "full",
+        "gen",
+        "generated",
+        "hit",
+        "node",
+        "offset",
+        "olen",
+        "plen",
+        "prefilled",
+        "req",
+        "retractions",
+        "row",
+        "slot",
+        "target",
+        "tree_len",
+    )
 
     def __init__(self, req: Request, arrival: float) -> None:
         self.req = req
@@ -163,7 +188,8 @@ class Server:
     def __init__(self, cache: RadixCache, pool: KVPool, page_size: int, cost: CostModel,
                  arrivals: Arrivals, spec: SchedulerSpec, tally: Tally,
                  split_prompt: bool = True,
-                 progress: Callable[[int, int], None] | None = None, total: int = 0) -> None:
+                 progress: Callable[[int, int], None] | None = None, total: int = 0,
+                 on_admit: Callable[[Request], None] | None = None) -> None:
         self.cache, self.pool, self.P = cache, pool, page_size
         self.pool_size = pool.available_size() + cache.evictable_size()
         self.cost, self.arrivals, self.spec, self.tally = cost, arrivals, spec, tally
@@ -181,7 +207,10 @@ class Server:
         # decode batch: lengths are step + offset; finishes in a heap by step
         self.step = 0
         self.running: list[_Job] = []
-        self.offsets = np.zeros(max(1, spec.max_running), dtype=np.int64)
+        self.max_running = spec.running_limit(self.pool_size)
+        self.offsets = np.zeros(self.max_running, dtype=np.int64)
+        self.ends = np.zeros(self.max_running, dtype=np.int64)  # the step each one finishes at
+        self.blocked = False  # SGLang's batch_is_full: no admission until a request leaves
         self.sum_offset = 0
         self.remaining_out = 0  # sum over running of tokens still to decode
         self.finishes: list[tuple[int, int, int, _Job]] = []  # end step, seq, gen, job
@@ -191,6 +220,7 @@ class Server:
         self.min_ratio = INIT_NEW_TOKEN_RATIO * MIN_NEW_TOKEN_RATIO_FACTOR
         self.ratio_decay = (INIT_NEW_TOKEN_RATIO - self.min_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS
         self.progress = progress
+        self.on_admit = on_admit
         self.total = total
         self.progress_every = max(1, total // 200)
 
@@ -214,11 +244,15 @@ class Server:
             self.tally.evict_calls += 1
         return self._free() >= n
 
-    def _reserved(self) -> int:
-        """Tokens running requests are expected to still decode (SGLang's reservation)."""
-        if not self.spec.reserve_decode:
-            return 0
-        return int(self.remaining_out * self.ratio)
+    def _budget(self) -> float:
+        """SGLang's ``remaining_total`` before a prefill batch: free slots plus evictable
+        cache, less ``min(tokens left, 4096) x new_token_ratio`` for each running request."""
+        base = self._free() + self.cache.evictable_size()
+        n = len(self.running)
+        if not self.spec.reserve_decode or not n:
+            return base
+        left = np.minimum(self.ends[:n] - self.step, CLIP_MAX_NEW_TOKENS)
+        return base - float(left.sum()) * self.ratio
 
     # -- admission and prefill ------------------------------------------------------
 
@@ -258,9 +292,13 @@ class Server:
             self.peak_queue = len(self.waiting)
 
     def _match(self, job: _Job) -> None:
-        """Match and lock the longest cached prefix of what ``job`` must prefill."""
+        """Match and lock the longest cached prefix of what ``job`` must prefill.
+
+        At most ``target - 1`` tokens, as SGLang: one token is always computed,
+        for the logits of the next one.
+        """
         t0 = time.thread_time()
-        m = self.cache.match_prefix(job.full[: job.target])
+        m = self.cache.match_prefix(job.full[: max(0, job.target - 1)])
         self.cache.inc_lock_ref(m.last_node)
         self.t_cache += time.thread_time() - t0
         job.node, job.row = m.last_node, m.indices
@@ -270,21 +308,30 @@ class Server:
         self.cache.dec_lock_ref(job.node)
         job.node = job.row = None
 
-    def _allocate_chunk(self, job: _Job, budget: int, running: int) -> bool:
-        """Slots for ``job``'s next chunk (at most ``budget`` tokens); False: it does not fit."""
+    def _plan_chunk(self, job: _Job, chunk_budget: int) -> int:
+        """Tokens ``job`` prefills in this batch: all that is left, or a page-aligned chunk."""
         todo = job.target - job.prefilled
-        chunk = todo
-        if 0 < budget < todo:
-            chunk = budget // self.P * self.P if budget >= self.P else 0
-            if chunk <= 0:
-                return False
+        if chunk_budget and todo > chunk_budget:
+            return chunk_budget // self.P * self.P
+        return todo
+
+    def _reservation(self, job: _Job, chunk: int) -> int:
+        """What admitting ``chunk`` of ``job`` takes from the budget (SGLang's ``reserve``)."""
+        final = job.prefilled + chunk >= job.target
+        out = min(job.olen, CLIP_MAX_NEW_TOKENS) if final and self.spec.reserve_decode else 0
+        return self._pages(chunk) + self.P + out
+
+    def _fits(self, job: _Job, chunk: int, budget: float) -> bool:
+        """SGLang's check: chunk + expected output + a page, strictly below the budget."""
+        final = job.prefilled + chunk >= job.target
+        out = (min(max(job.olen - job.generated, 0), CLIP_MAX_NEW_TOKENS)
+               if final and self.spec.reserve_decode else 0)
+        return chunk + out + self.P < budget
+
+    def _allocate(self, job: _Job, chunk: int) -> bool:
+        """Take the slots ``job``'s next ``chunk`` tokens need, evicting if short."""
         assert job.row is not None
         need = self._pages(job.prefilled + chunk) - len(job.row)
-        # The new request's whole output counts against the pool too (clipped, as SGLang does).
-        expect = min(job.olen - job.generated, CLIP_MAX_NEW_TOKENS) if running else 0
-        avail = self._free() + self.cache.evictable_size() - self._reserved()
-        if need + (expect if self.spec.reserve_decode else 0) > avail and running:
-            return False
         if need > 0:
             if not self._make_room(need):
                 return False
@@ -297,34 +344,53 @@ class Server:
         return True
 
     def _form_prefill_batch(self) -> list[_Job]:
-        """SGLang's PrefillAdder, reduced to what decides time and memory (docs/replay.md)."""
+        """SGLang's PrefillAdder, reduced to what decides time and memory (docs/replay.md).
+
+        The unfinished chunked request goes first; then the queue in order,
+        while the batch has request slots, token budgets and memory. The first
+        request that does not fit ends the pass, and if anything is running it
+        blocks admission until a running request leaves.
+        """
         spec = self.spec
-        budget = spec.chunked_prefill_size or 0
+        chunk_budget = spec.chunked_prefill_size
         input_budget = spec.max_prefill_tokens
+        budget = self._budget()
         batch: list[_Job] = []
-        running = len(self.running)
         if self.chunked is not None:
             job = self.chunked
-            if not self._allocate_chunk(job, budget, running):
-                if running:
-                    return []  # decode first; its finishes free memory
-                raise AssertionError("a chunked prefill alone cannot allocate its next chunk")
+            chunk = self._plan_chunk(job, chunk_budget)
+            if chunk <= 0 or not self._allocate(job, chunk):
+                return []  # its slots come back as running requests finish
             self.chunked = None
             batch.append(job)
-            budget = budget - job.chunk if budget else 0
-            input_budget -= job.chunk
-            if job.prefilled + job.chunk < job.target:
+            budget -= self._reservation(job, chunk)
+            input_budget -= chunk
+            chunk_budget -= self._pages(chunk) if chunk_budget else 0
+            if job.prefilled + chunk < job.target:
                 self.chunked = job
                 return batch
-        while self.waiting and running + len(batch) < spec.max_running:
-            if (spec.chunked_prefill_size and budget <= 0) or input_budget <= 0:
+        elif self.blocked:
+            return []
+        while self.waiting:
+            if (spec.chunked_prefill_size and chunk_budget <= 0) or input_budget <= 0:
+                break  # this batch is full; the next pass goes on
+            if len(self.running) + len(batch) >= self.max_running:
+                self.blocked = True
                 break
             job = self.waiting[0]
             first = job.hit < 0
+            if first and self.on_admit is not None:
+                self.on_admit(job.req)
             self._match(job)
-            # the head may always run alone: it fits an empty pool (refused otherwise)
-            if not self._allocate_chunk(job, budget, running + len(batch)):
+            chunk = self._plan_chunk(job, chunk_budget)
+            idle = not self.running and not batch
+            # An idle server always takes its head (it fits the pool: larger ones are
+            # refused on arrival); SGLang would wait forever on one within a page of it.
+            if chunk <= 0 or (not idle and not self._fits(job, chunk, budget)) or (
+                    not self._allocate(job, chunk)):
                 self._unmatch(job)
+                if self.running or batch:
+                    self.blocked = True
                 break
             self.waiting.popleft()
             if first:
@@ -332,9 +398,10 @@ class Server:
                 job.admitted = self.now
                 self.tally.record(job.req, job.plen, job.hit, self.now, admitted=True)
             batch.append(job)
-            budget = budget - job.chunk if budget else 0
-            input_budget -= job.chunk
-            if job.prefilled + job.chunk < job.target:
+            budget -= self._reservation(job, chunk)
+            input_budget -= chunk
+            chunk_budget -= self._pages(chunk) if chunk_budget else 0
+            if job.prefilled + chunk < job.target:
                 self.chunked = job  # one chunked request at a time; it goes first next time
                 break
         return batch
@@ -393,6 +460,7 @@ class Server:
         left = job.olen - job.generated
         self.remaining_out += left
         job.end_step = self.step + left
+        self.ends[slot] = job.end_step
         heapq.heappush(self.finishes, (job.end_step, self.seq, job.gen, job))
         self.seq += 1
 
@@ -403,6 +471,7 @@ class Server:
             self.running[job.slot] = last
             last.slot = job.slot
             self.offsets[job.slot] = last.offset
+            self.ends[job.slot] = last.end_step
         self.sum_offset -= job.offset
         self.remaining_out -= job.olen - job.generated
         job.slot = -1
@@ -421,15 +490,11 @@ class Server:
         n = len(self.running)
         context = n * self.step + self.sum_offset
         steps = self.finishes[0][0] - self.step
-        waiting_could_enter = n < self.spec.max_running and self.chunked is None
-        if waiting_could_enter:
-            if not self.waiting:
-                t_next = self.arrivals.next_time()
-                if t_next < math.inf:
-                    budget_ms = (t_next - self.now) * 1e3
-                    steps = min(steps, self.cost.decode_steps_before(n, context, budget_ms))
-            elif self.spec.reserve_decode and self.ratio > self.min_ratio:
-                steps = min(steps, RESERVATION_RECHECK_STEPS)
+        if not self.blocked and not self.waiting and self.chunked is None:
+            t_next = self.arrivals.next_time()  # the next pass may admit it: stop there
+            if t_next < math.inf:
+                budget_ms = (t_next - self.now) * 1e3
+                steps = min(steps, self.cost.decode_steps_before(n, context, budget_ms))
         need = self._pages_for(steps)
         if not self._make_room(need):
             free = self._free()
@@ -459,21 +524,24 @@ class Server:
             self._finish(job)
 
     def _retract(self) -> None:
-        """Retract running requests until the others can decode on (SGLang's headroom).
+        """The next decode step does not fit even after eviction: retract (SGLang's rules).
 
-        Victims: fewest output tokens first, then the longest prompt (SGLang's
-        ``retract_decode`` order). Each is unlocked, its own slots freed, and
-        it waits at the front of the queue to prefill prompt + output so far.
-        One request alone always fits (longer ones are refused at arrival),
-        unless a chunked prefill holds the rest: then that goes back too.
+        Victims: fewest output tokens first, then the longest prompt. At least
+        one goes, then more while one step of the rest does not fit; one always
+        stays (alone it fits: larger requests are refused on arrival), unless a
+        chunked prefill holds the rest, which then starts over too. Each victim
+        is unlocked, its own slots freed (nothing is inserted), and it waits at
+        the back of the queue to prefill prompt + output so far. Then eviction
+        makes room for RETRACT_DECODE_STEPS steps of the rest, and the
+        reservation ratio is re-estimated from them.
         """
         step = self.step
-        victims = sorted(self.running, key=lambda j: (step + j.offset - j.plen, -j.plen))
+        victims = sorted(self.running, key=lambda j: (step + j.offset - j.plen, -j.plen),
+                         reverse=True)
         retracted: list[_Job] = []
-        for job in victims:
-            if len(self.running) <= 1 or self._make_room(
-                    self._pages_for(RETRACT_DECODE_STEPS)):
-                break
+        while len(self.running) > 1 and (not retracted or not self._make_room(
+                self._pages_for(1))):
+            job = victims.pop()
             self._leave_decode(job)
             self._release(job)
             retracted.append(job)
@@ -483,14 +551,17 @@ class Server:
             retracted.append(job)
         if not self._make_room(self._pages_for(1)):
             raise AssertionError("a lone running request cannot grow: slot accounting is off")
+        self._make_room(RETRACT_DECODE_STEPS * len(self.running))
         self.retractions += len(retracted)
-        for job in reversed(retracted):
+        self.blocked = False
+        for job in retracted:
             job.retractions += 1
-            self.waiting.appendleft(job)
+            self.waiting.append(job)
         if self.spec.reserve_decode and self.running:
-            decoded = sum(step + j.offset - j.plen for j in self.running)
-            self.ratio = min(1.0, (decoded + RETRACT_DECODE_STEPS * len(self.running))
-                             / max(1, decoded + self.remaining_out))
+            generated = sum(step + j.offset - j.plen for j in self.running)
+            wanted = sum(j.olen for j in self.running)
+            self.ratio = min(1.0, (generated + RETRACT_DECODE_STEPS * len(self.running))
+                             / (wanted + 1))
 
     def _release(self, job: _Job, decoding: bool = True) -> None:
         """Free what a retracted request holds beyond the tree's; it will prefill again.
@@ -534,7 +605,7 @@ class Server:
         L = total // P * P
         Lp = job.plen // P * P
         prio = job.req.priority
-        if L > job.tree_len:
+        if job.tree_len < L:
             cache.insert(job.full[:L], row[:L], priority=prio, prev_prefix_len=job.tree_len)
         if self.split_prompt and 0 < Lp < L:
             cache.insert(job.full[:Lp], row[:Lp], priority=prio + 1, prev_prefix_len=Lp,
@@ -545,6 +616,7 @@ class Server:
         self.t_cache += time.thread_time() - t0
         job.node = job.row = None
         self.in_system -= 1
+        self.blocked = False  # a request left: admission may be tried again
         self._record(JobRecord(job.req.rid, job.arrival, job.admitted, job.first_token,
                                self.now, job.olen, job.hit, job.plen, job.retractions), job.req)
 
@@ -555,8 +627,7 @@ class Server:
         arrivals = self.arrivals
         while True:
             self._absorb_arrivals()
-            if self.chunked is not None or (
-                    self.waiting and len(self.running) < self.spec.max_running):
+            if self.chunked is not None or (self.waiting and not self.blocked):
                 batch = self._form_prefill_batch()
                 if batch:
                     self._prefill(batch)
@@ -570,6 +641,7 @@ class Server:
             if t_next == math.inf:
                 break
             self.now = max(self.now, t_next)
+            self.ratio = INIT_NEW_TOKEN_RATIO  # SGLang resets it when fully idle
         self.tally.flush(self.now)
         if self.progress is not None:
             self.progress(len(self.records), self.total)
