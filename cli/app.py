@@ -20,6 +20,7 @@ from typer.core import TyperCommand, TyperGroup
 from radix_evict import __version__
 
 from . import (
+    cmd_calibrate,
     cmd_lint,
     cmd_list,
     cmd_schema,
@@ -159,6 +160,7 @@ app.command("lint")(cmd_lint.lint)
 app.command("schema")(cmd_schema.schema)
 app.command("simulate", cls=PolicyHelpCommand)(cmd_simulate.simulate)
 app.command("sweep", cls=PolicyHelpCommand)(cmd_sweep.sweep)
+app.command("calibrate")(cmd_calibrate.calibrate)
 app.add_typer(cmd_sglang.app, name="sglang")
 app.add_typer(cmd_vllm.app, name="vllm")
 

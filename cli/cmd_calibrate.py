@@ -1,0 +1,55 @@
+"""``radix-evict calibrate POINTS.csv``: fit a cost model to measured step times.
+
+The fit is core's (:mod:`radix_evict.sim.timed.calibrate`); this command
+reads the file, prints the model and its error, and writes ``--out``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from radix_evict.sim.timed.calibrate import calibrate as fit_file
+from radix_evict.sim.timed.calibrate import to_toml
+from radix_evict.sim.timed.cost import CostModelError
+
+from . import output
+from .errors import EXIT_INVALID, EXIT_USAGE, CliError, mark_json
+
+
+def calibrate(
+    ctx: typer.Context,
+    points: Annotated[Path, typer.Argument(
+        help="CSV of measured steps: uncached,cached,batch,ms[,kind] (kind prefill or decode; "
+             "without it, uncached 0 is a decode step).")],
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write the model here (TOML), for simulate --cost-model.")] = None,
+    name: Annotated[str | None, typer.Option(
+        "--name", help="The model's name (default: the CSV's file name).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+) -> None:
+    """Fit a cost model for `simulate --timing` to measured prefill and decode step times."""
+    mark_json(ctx.obj, json_out)
+    try:
+        model, errors = fit_file(points, name=name)
+    except CostModelError as exc:
+        raise CliError(str(exc), EXIT_INVALID) from None
+    text = to_toml(model, errors)
+    if out is not None:
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"--out {out}: cannot write: {exc.strerror or exc}",
+                           EXIT_USAGE) from None
+        output.note(f"wrote cost model {out}")
+    if json_out:
+        output.emit_json({"cost_model": model.describe(), "fit": [e.to_dict() for e in errors]})
+        return
+    out_console = output.stdout()
+    out_console.print(text, markup=False, highlight=False, end="")
+    for e in errors:
+        out_console.print(f"fit {e.kind}: {e.points} points, mean error {e.mean_abs_pct:.1f}%, "
+                          f"max {e.max_abs_pct:.1f}%, R^2 {e.r2:.4f}", markup=False,
+                          highlight=False)
