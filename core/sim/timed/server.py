@@ -146,6 +146,7 @@ class _Job:
         "gen",
         "generated",
         "hit",
+        "long",
         "node",
         "offset",
         "olen",
@@ -173,13 +174,14 @@ class _Job:
         self.prefilled = 0
         self.tree_len = 0  # row[:tree_len] is the tree's (matched or inserted), locked by node
         self.node: Any = None
-        self.row: torch.Tensor | None = None
+        self.row: np.ndarray | None = None  # slots of the tokens it holds (numpy: cheap joins)
         self.offset = 0  # while decoding: length = step + offset
         self.end_step = 0
         self.slot = -1  # index in the server's running arrays
         self.retractions = 0
         self.chunk = 0  # tokens this prefill batch computes for it
         self.gen = 0  # bumped on retraction: stale heap entries are skipped
+        self.long = False  # joined the decode batch with more than the clip to go
 
 
 class Server:
@@ -203,7 +205,7 @@ class Server:
         self.busy_s = 0.0  # virtual seconds the server was computing
         self.in_system = 0  # requests queued, prefilling or decoding
         self.in_system_s = 0.0  # its integral over virtual time (Little's L times the span)
-        self.t_cache = self.t_evict = 0.0  # CPU seconds inside cache/pool operations
+        self.t_evict = 0.0  # CPU seconds inside evict (the whole run is timed by the caller)
         # decode batch: lengths are step + offset; finishes in a heap by step
         self.step = 0
         self.running: list[_Job] = []
@@ -213,6 +215,7 @@ class Server:
         self.blocked = False  # SGLang's batch_is_full: no admission until a request leaves
         self.sum_offset = 0
         self.remaining_out = 0  # sum over running of tokens still to decode
+        self.long_running = 0  # running requests that joined with more than the clip to go
         self.finishes: list[tuple[int, int, int, _Job]] = []  # end step, seq, gen, job
         self.seq = 0
         self.deferred = 0  # decode slots counted, not yet taken from the pool
@@ -251,8 +254,11 @@ class Server:
         n = len(self.running)
         if not self.spec.reserve_decode or not n:
             return base
-        left = np.minimum(self.ends[:n] - self.step, CLIP_MAX_NEW_TOKENS)
-        return base - float(left.sum()) * self.ratio
+        if self.long_running:  # some have more than the clip left: clip each
+            left = float(np.minimum(self.ends[:n] - self.step, CLIP_MAX_NEW_TOKENS).sum())
+        else:
+            left = self.remaining_out
+        return base - left * self.ratio
 
     # -- admission and prefill ------------------------------------------------------
 
@@ -297,11 +303,9 @@ class Server:
         At most ``target - 1`` tokens, as SGLang: one token is always computed,
         for the logits of the next one.
         """
-        t0 = time.thread_time()
         m = self.cache.match_prefix(job.full[: max(0, job.target - 1)])
         self.cache.inc_lock_ref(m.last_node)
-        self.t_cache += time.thread_time() - t0
-        job.node, job.row = m.last_node, m.indices
+        job.node, job.row = m.last_node, m.indices.numpy()
         job.tree_len = job.prefilled = m.prefix_len
 
     def _unmatch(self, job: _Job) -> None:
@@ -335,11 +339,9 @@ class Server:
         if need > 0:
             if not self._make_room(need):
                 return False
-            t0 = time.thread_time()
             new = self.pool.alloc(need)
             assert new is not None  # _make_room made the room
-            job.row = torch.from_numpy(np.concatenate([job.row.numpy(), new.numpy()]))
-            self.t_cache += time.thread_time() - t0
+            job.row = np.concatenate([job.row, new.numpy()])
         job.chunk = chunk
         return True
 
@@ -436,16 +438,16 @@ class Server:
             return
         cache, row = self.cache, job.row
         assert row is not None
-        t0 = time.thread_time()
-        cache.insert(job.full[:aligned], row[:aligned], priority=job.req.priority,
+        key = job.full[:aligned]
+        cache.insert(key, torch.from_numpy(row[:aligned]), priority=job.req.priority,
                      prev_prefix_len=job.tree_len)
-        m = cache.match_prefix(job.full[:aligned])
+        m = cache.match_prefix(key)
         cache.inc_lock_ref(m.last_node)
         cache.dec_lock_ref(job.node)
         job.node = m.last_node
-        job.row = torch.from_numpy(np.concatenate([m.indices.numpy(), row[aligned:].numpy()]))
+        # the tree's slots for the prefix (it freed any duplicates), then this request's own
+        job.row = np.concatenate([m.indices.numpy(), row[aligned:]])
         job.tree_len = m.prefix_len
-        self.t_cache += time.thread_time() - t0
 
     # -- decode -----------------------------------------------------------------------
 
@@ -459,6 +461,8 @@ class Server:
         self.sum_offset += job.offset
         left = job.olen - job.generated
         self.remaining_out += left
+        job.long = left > CLIP_MAX_NEW_TOKENS
+        self.long_running += job.long
         job.end_step = self.step + left
         self.ends[slot] = job.end_step
         heapq.heappush(self.finishes, (job.end_step, self.seq, job.gen, job))
@@ -474,6 +478,7 @@ class Server:
             self.ends[job.slot] = last.end_step
         self.sum_offset -= job.offset
         self.remaining_out -= job.olen - job.generated
+        self.long_running -= job.long
         job.slot = -1
 
     def _pages_for(self, steps: int) -> int:
@@ -576,11 +581,9 @@ class Server:
             counted = self._pages(job.target) - len(row)
             if counted > 0:
                 self.deferred -= counted  # counted for its growth, never taken from the pool
-        t0 = time.thread_time()
         if len(row) > job.tree_len:
-            self.pool.free(row[job.tree_len:])
+            self.pool.free(torch.from_numpy(row[job.tree_len:]))
         self.cache.dec_lock_ref(job.node)
-        self.t_cache += time.thread_time() - t0
         job.node = job.row = None
         job.gen += 1
         job.prefilled = job.tree_len = 0
@@ -591,7 +594,6 @@ class Server:
         row = job.row
         assert row is not None
         total = job.plen + job.olen
-        t0 = time.thread_time()
         grow = self._pages(total) - len(row)
         if grow > 0:  # counted while it grew; taken from the pool now
             self.deferred -= grow
@@ -601,19 +603,20 @@ class Server:
             if new is None:  # nothing left to evict: cache only what has slots
                 total = len(row)
             else:
-                row = torch.from_numpy(np.concatenate([row.numpy(), new.numpy()]))
+                row = np.concatenate([row, new.numpy()])
         L = total // P * P
         Lp = job.plen // P * P
         prio = job.req.priority
+        trow = torch.from_numpy(row)
         if job.tree_len < L:
-            cache.insert(job.full[:L], row[:L], priority=prio, prev_prefix_len=job.tree_len)
+            cache.insert(job.full[:L], trow[:L], priority=prio, prev_prefix_len=job.tree_len)
         if self.split_prompt and 0 < Lp < L:
-            cache.insert(job.full[:Lp], row[:Lp], priority=prio + 1, prev_prefix_len=Lp,
+            cache.insert(job.full[:Lp], trow[:Lp], priority=prio + 1, prev_prefix_len=Lp,
                          inserted_len=Lp)
-        if len(row) > max(L, job.tree_len):
-            self.pool.free(row[max(L, job.tree_len):])
+        keep = max(L, job.tree_len)
+        if len(row) > keep:
+            self.pool.free(trow[keep:])
         cache.dec_lock_ref(job.node)
-        self.t_cache += time.thread_time() - t0
         job.node = job.row = None
         self.in_system -= 1
         self.blocked = False  # a request left: admission may be tried again
