@@ -6,10 +6,13 @@ file); the grid's size is printed; then the cells run on local worker
 processes or as Ray tasks, each row written to ``--out`` as it finishes, so
 a rerun skips them and Ctrl-C loses nothing that finished. The engine is
 :mod:`radix_evict.sim.sweep`; this module reads options and reports.
+With ``--timing`` every cell runs the timed replay, and ``--max-running``,
+``--rate`` and ``--cost-model`` are axes of the grid (``sweep_timing``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -38,30 +41,50 @@ from radix_evict.sim.sweep.summary import (
     best_configs,
     ceilings,
     curves,
+    point_label,
     summary_dict,
     workload_label,
 )
+from radix_evict.sim.winner import OBJECTIVE_RULES, ObjectiveError
 from radix_evict.sim.workloads import Workload
 
 from . import output
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError, mark_json
 from .options import problems_code
 from .preflight import check_plot, check_pool, check_workload_pools
+from .simulate_options import (
+    ChunkedPrefillOpt,
+    ConcurrencyOpt,
+    SloTpotOpt,
+    SloTtftOpt,
+    TimeScaleOpt,
+)
 from .sweep_grid import parts_from_options
 from .sweep_report import best_table, curve_table, rows_table
+from .sweep_timing import (
+    CostModelOpt,
+    MaxRunningOpt,
+    ObjectiveOpt,
+    RateOpt,
+    TimingOpt,
+    check_timing,
+    timing_options,
+)
 
 EXIT_CELLS_FAILED = 3  # the sweep ran, but some cells failed (their rows say why)
 
 
 def _plan(parts: GridParts, grid_file: Path | None, out: Path | None, *, dry_run: bool,
-          max_cells: int) -> SweepPlan:
-    """The checked grid; bad cells and bad axis values become CLI errors before anything runs."""
+          max_cells: int) -> tuple[SweepPlan, str]:
+    """The checked grid and the objective; bad cells and bad axis values become CLI errors
+    before anything runs (the timed options by simulate's checks)."""
     try:
         if grid_file is not None:
             parts = parts.over(read_grid_file(grid_file))
+        objective = check_timing(parts)
         grid = make_grid(parts)
         check_pools(grid)
-        return plan_sweep(grid, out, write=not dry_run, max_cells=max_cells)
+        return plan_sweep(grid, out, write=not dry_run, max_cells=max_cells), objective
     except SweepGridError as exc:
         problems = exc.problems
         raise CliError(str(exc), problems_code(problems) if problems else 1,
@@ -107,25 +130,36 @@ def _where(ray: str | None, jobs: int | None, todo: int) -> str:
 
 
 def _report(plan: SweepPlan, outcome: SweepOutcome, wall: float, *, json_out: bool,
-            out: Path | None) -> None:
+            out: Path | None, objective: str) -> None:
     rows = outcome.rows
+    try:
+        summary = summary_dict(rows, objective)
+        best = best_configs(rows, objective)
+        cs = curves(rows, objective)
+    except ObjectiveError as exc:  # the checks before the run make this rare
+        raise CliError(str(exc), EXIT_USAGE) from None
     if json_out:
-        output.emit_json({
+        data: dict[str, Any] = {
             "cells": len(plan.cells), "ran": outcome.ran, "kept": len(plan.kept),
             "failed": len(outcome.failed), "interrupted": outcome.interrupted,
-            "rows": rows, "summary": summary_dict(rows), "wall_s": wall,
-        })
+            "rows": rows, "summary": summary, "wall_s": wall,
+        }
+        if plan.grid.timing is not None:
+            data.update({"objective": objective, "objective_rule": OBJECTIVE_RULES[objective]})
+        output.emit_json(data)
         return
     con = output.stdout()
     if out is None or len(rows) <= 60:
         con.print(rows_table(rows, f"sweep: {len(rows)} of {len(plan.cells)} cells"))
-    best = best_configs(rows)
     if best:
-        con.print(best_table(best))
-        cs, tops = curves(rows), ceilings(rows)
-        for workload in dict.fromkeys(workload_label(r) for r in rows):
-            if any(c.workload == workload and len(c.points) > 1 for c in cs):
-                con.print(curve_table(cs, workload, tops.get(workload)))
+        con.print(best_table(best, objective))
+        tops = ceilings(rows)
+        groups = dict.fromkeys((workload_label(r), point_label(r)) for r in rows
+                               if r.get("policy") != "ceiling")
+        for workload, point in groups:
+            if any(c.workload == workload and c.point == point and len(c.points) > 1
+                   for c in cs):
+                con.print(curve_table(cs, workload, tops.get(workload), point))
 
 
 def _list_cells(plan: SweepPlan, json_out: bool) -> None:
@@ -186,6 +220,7 @@ MaxCellsOpt = Annotated[int, typer.Option(
                                f"{MAX_CELLS:,}); raise it for a larger sweep.")]
 ProgressOpt = Annotated[bool, typer.Option(
     "--progress/--no-progress", help="Progress bar on a terminal.")]
+# The timed replay's options: cli/sweep_timing.py (the axes), simulate's (the rest).
 
 
 def sweep(
@@ -208,8 +243,21 @@ def sweep(
     dry_run: DryOpt = False,
     progress: ProgressOpt = True,
     max_cells: MaxCellsOpt = MAX_CELLS,
+    timing: TimingOpt = False,
+    max_running: MaxRunningOpt = None,
+    rate: RateOpt = None,
+    cost_model: CostModelOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    time_scale: TimeScaleOpt = None,
+    slo_ttft: SloTtftOpt = None,
+    slo_tpot: SloTpotOpt = None,
+    chunked_prefill_size: ChunkedPrefillOpt = None,
+    objective: ObjectiveOpt = None,
 ) -> None:
     """Sweep a grid of policy x config x pool size x workload x seed; one row per cell.
+
+    With --timing, each cell runs the timed replay (TTFT, SLOs under load) and
+    --max-running, --rate and --cost-model are axes of the grid too.
 
     Exit codes: 0 every cell ran, 1 invalid grid (nothing ran), 2 usage or
     environment error, 3 some cells failed (their rows say why), 130 stopped
@@ -221,7 +269,12 @@ def sweep(
         policies=policy or [], vary=vary or [], pool_tokens=pool_tokens or [],
         page_sizes=page_size or [], workloads=workload or [], traces=trace or [],
         params=param or [], seeds=seeds or [], oracle=oracle)
-    plan = _plan(parts, grid_file, out, dry_run=dry_run, max_cells=max_cells)
+    parts = dataclasses.replace(parts, **timing_options(
+        timing=timing, max_running=max_running or [], rate=rate or [],
+        cost_model=cost_model or [], concurrency=concurrency, time_scale=time_scale,
+        slo_ttft=slo_ttft, slo_tpot=slo_tpot, chunked_prefill_size=chunked_prefill_size,
+        objective=objective))
+    plan, objective = _plan(parts, grid_file, out, dry_run=dry_run, max_cells=max_cells)
     wls = _workloads(plan)  # a missing or bad trace fails now, dry run or not
     executor = ray_executor(ray) if ray is not None and plan.todo and not dry_run \
         else local_executor(jobs)
@@ -236,18 +289,21 @@ def sweep(
 
     def on_row(row: dict[str, Any]) -> None:
         if row.get("status") != "ok":
+            point = point_label(row)
+            at = f" ({point})" if point else ""
             output.note(f"cell failed: {row['policy']} {row.get('config') or ''} "
-                        f"pool {row.get('pool_tokens')} {row['workload']}: {row.get('error')}")
+                        f"pool {row.get('pool_tokens')} {row['workload']}{at}: "
+                        f"{row.get('error')}")
 
     t0 = time.perf_counter()
     with output.progress_bar("sweep", enabled=progress) as bar:
         outcome = run_sweep(plan, executor, progress=bar, on_row=on_row, workloads=wls)
     wall = time.perf_counter() - t0
-    _report(plan, outcome, wall, json_out=json_out, out=out)
+    _report(plan, outcome, wall, json_out=json_out, out=out, objective=objective)
     if plot is not None and outcome.rows:
         from .sweep_plot import TITLE, plot_curves
 
-        plot_curves(plot, curves(outcome.rows), TITLE, ceilings(outcome.rows))
+        plot_curves(plot, curves(outcome.rows, objective), TITLE, ceilings(outcome.rows))
         output.note(f"wrote plot {plot}")
     saved = f"; rows in {out}" if out is not None else ""
     output.note(f"wall time {wall:.2f} s for {outcome.ran} cells{saved}")

@@ -121,3 +121,46 @@ def small_parts(**over: object) -> GridParts:
     )
     base.update(over)
     return GridParts(**base)  # type: ignore[arg-type]
+
+
+def timed_parts(**over: object) -> GridParts:
+    """A timed grid of 4 cells that replays in well under a second: 2 policies x 2 rates.
+
+    One pool small enough to evict (so policies differ), max running 16, a TTFT SLO.
+    """
+    base: dict[str, object] = dict(
+        policies=["lru", "slru"],
+        pool_tokens=[20_000],
+        workloads=["chat"],
+        params=[("chat", "convs", 12)],
+        timing=True,
+        max_running=[16],
+        rates=[2.0, 8.0],
+        slo_ttft=200.0,
+    )
+    base.update(over)
+    return GridParts(**base)  # type: ignore[arg-type]
+
+
+COST_MODEL = """\
+name = "{name}"
+source = "{source}"
+
+[prefill]
+base_ms = 8.0
+per_token_ms = {per_token_ms}
+per_mpair_ms = 1.3
+
+[decode]
+base_ms = 6.0
+per_request_ms = 0.02
+per_ktoken_ms = 0.039
+"""
+
+
+def write_cost_model(path: Path, *, name: str = "my-gpu", source: str = "a test",
+                     per_token_ms: float = 0.03) -> Path:
+    """A cost model file (TOML) with the given name, source and prefill per-token term."""
+    path.write_text(COST_MODEL.format(name=name, source=source, per_token_ms=per_token_ms),
+                    encoding="utf-8")
+    return path

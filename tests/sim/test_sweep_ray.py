@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.sweeps import flaky_installed, small_parts
+from helpers.sweeps import flaky_installed, small_parts, timed_parts
 
 from radix_evict.sim.sweep import (
     comparable,
@@ -68,6 +68,19 @@ def test_ray_and_local_processes_give_identical_rows(cluster: str) -> None:
     assert not remote.failed and len(remote.rows) == 16 + 6  # + oracle x 2 pools, ceiling
     assert [comparable(r) for r in remote.rows] == [comparable(r) for r in local.rows]
     assert all(r["replay_s"] > 0 for r in remote.rows)
+
+
+def test_timed_cells_give_the_same_figures_on_ray_and_locally(cluster: str) -> None:
+    """The timed replay is seeded by the cell: a Ray worker gets the same virtual times."""
+    grid = make_grid(timed_parts(references=True, seeds=[0, 1]))
+    local = run_sweep(plan_sweep(grid), local_executor(2))
+    remote = run_sweep(plan_sweep(grid), ray_executor())
+    assert not remote.failed and len(remote.rows) == 2 * (2 * 3 + 1)
+    assert [comparable(r) for r in remote.rows] == [comparable(r) for r in local.rows]
+    timed = [r for r in remote.rows if r["policy"] != "ceiling"]
+    assert all(r["ttft_p99_ms"] > 0 and r["cost_model"] for r in timed)
+    by_seed = {(r["policy"], r["rate"], r["seed"]): r["ttft_p99_ms"] for r in timed}
+    assert by_seed[("lru", 2.0, 0)] != by_seed[("lru", 2.0, 1)]  # the seed is the cell's
 
 
 def test_failing_cells_on_ray_are_recorded_and_the_rest_go_on(cluster: str) -> None:

@@ -7,6 +7,15 @@ Belady's offline oracle at every pool size and the infinite-pool ceiling
 (reference lines for the curves, not policies to choose). A :class:`Cell` is one replay; its
 :attr:`Cell.key` names it in result files, which is how a rerun finds the
 cells it already has.
+
+A timed grid (``Grid.timing``, :class:`TimingAxes`) replays every cell
+through the timed replay (:mod:`radix_evict.sim.timed`) and adds three axes:
+max running requests, arrival rate and cost model, expanded between the seed
+and the policy (cost model, max running, rate). Each cell carries its
+:class:`TimingPoint`, and its key gains a ``timing`` entry (the point, the
+cost model's name and coefficients, and the options shared by every cell);
+an untimed cell's key is what it always was. The ceiling is a hit rate with
+no time in it: one untimed cell per workload, seed and page size, as before.
 """
 
 from __future__ import annotations
@@ -17,11 +26,16 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from radix_evict.policies.contract import PolicyConfig
 from radix_evict.sim.configs import config_dict
 from radix_evict.sim.oracle import ORACLE
+from radix_evict.sim.timed.arrivals import ArrivalSpec
+from radix_evict.sim.timed.cost import CostModel
+from radix_evict.sim.timed.server import SchedulerSpec
+from radix_evict.sim.timed.spec import TimingSpec
 
 CEILING = "ceiling"  # the infinite-pool ceiling: one cell per workload, seed and page size
 REFERENCES = (ORACLE, CEILING)  # reference lines a grid may add; not policies
@@ -69,6 +83,128 @@ class Source:
         return self.name if self.params_json == "{}" else f"{self.name}{self.params_json}"
 
 
+def cost_model_key(model: CostModel) -> dict[str, Any]:
+    """A cost model's identity in cell keys: its name and coefficients (not its ``source``).
+
+    A file whose numbers changed is another model, so its cells are other cells.
+    """
+    return dict(model.model_dump(exclude={"source"}))
+
+
+def _num(value: float | None) -> float | None:
+    """One spelling for a number in a key: ``2`` and ``2.0`` are the same rate."""
+    return None if value is None else float(value)
+
+
+_DEFAULT_CHUNK = SchedulerSpec().chunked_prefill_size
+
+
+@dataclass(frozen=True, eq=False)
+class TimingPoint:
+    """One timed cell's timing: its point on the timing axes and the options every cell shares.
+
+    ``max_running`` None is SGLang's default for the cell's pool; ``rate`` None
+    replays the workload's own arrival times (or, with ``concurrency``, a
+    closed loop). Two points are equal when their :meth:`key` is.
+    """
+
+    max_running: int | None
+    rate: float | None
+    cost_model: CostModel
+    concurrency: int | None = None
+    time_scale: float = 1.0
+    slo_ttft_ms: float | None = None
+    slo_tpot_ms: float | None = None
+    chunked_prefill_size: int = _DEFAULT_CHUNK
+
+    def key(self) -> dict[str, Any]:
+        """The ``timing`` entry of a timed cell's key (JSON types, numbers spelled one way)."""
+        return {
+            "max_running": self.max_running, "rate": _num(self.rate),
+            "cost_model": cost_model_key(self.cost_model), "concurrency": self.concurrency,
+            "time_scale": float(self.time_scale), "slo_ttft_ms": _num(self.slo_ttft_ms),
+            "slo_tpot_ms": _num(self.slo_tpot_ms),
+            "chunked_prefill_size": self.chunked_prefill_size,
+        }
+
+    @cached_property
+    def key_json(self) -> str:
+        """:meth:`key` as canonical JSON: the point's identity (computed once)."""
+        return canonical_json(self.key())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TimingPoint) and other.key_json == self.key_json
+
+    def __hash__(self) -> int:
+        return hash(self.key_json)
+
+    def spec(self, seed: int | None) -> TimingSpec:
+        """The TimingSpec a cell of workload seed ``seed`` replays with (arrivals seeded by it).
+
+        Raises ValueError (from the timed replay's own checks) for values it refuses.
+        """
+        sched: dict[str, Any] = {"chunked_prefill_size": self.chunked_prefill_size}
+        if self.max_running is not None:
+            sched["max_running"] = self.max_running
+        return TimingSpec(
+            cost_model=self.cost_model,
+            arrivals=ArrivalSpec(rate=_num(self.rate), concurrency=self.concurrency,
+                                 time_scale=float(self.time_scale), seed=seed or 0),
+            scheduler=SchedulerSpec(**sched),
+            slo_ttft_ms=_num(self.slo_ttft_ms),
+            slo_tpot_ms=_num(self.slo_tpot_ms),
+        )
+
+    @property
+    def label(self) -> str:
+        """``llama3-8b-h100, max running 64, rate 2/s``: the axes, as tables name a point."""
+        return timing_label(self.cost_model.name, self.max_running, self.rate)
+
+
+def timing_label(cost_model: str, max_running: int | None, rate: float | None) -> str:
+    """How messages and tables name a timing point (the axes left at their default omitted)."""
+    parts = [cost_model]
+    if max_running is not None:
+        parts.append(f"max running {max_running}")
+    if rate is not None:
+        parts.append(f"rate {rate:g}/s")
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class TimingAxes:
+    """The timing axes of a timed grid, and the options every timed cell shares.
+
+    ``max_running`` and ``rates`` hold None for "not varied" (SGLang's default;
+    the workload's own arrivals). :meth:`points` lists them cost model first,
+    then max running, then rate.
+    """
+
+    cost_models: tuple[CostModel, ...]
+    max_running: tuple[int | None, ...] = (None,)
+    rates: tuple[float | None, ...] = (None,)
+    concurrency: int | None = None
+    time_scale: float = 1.0
+    slo_ttft_ms: float | None = None
+    slo_tpot_ms: float | None = None
+    chunked_prefill_size: int = _DEFAULT_CHUNK
+
+    def points(self) -> list[TimingPoint]:
+        """Every point in a fixed order, each once (``2`` and ``2.0`` are one rate)."""
+        out: dict[TimingPoint, None] = {}
+        for model in self.cost_models:
+            for running in self.max_running:
+                for rate in self.rates:
+                    out.setdefault(TimingPoint(
+                        running, rate, model, self.concurrency, self.time_scale,
+                        self.slo_ttft_ms, self.slo_tpot_ms, self.chunked_prefill_size))
+        return list(out)
+
+    def count(self) -> int:
+        """Points before duplicates are dropped (what the axes multiply to)."""
+        return len(self.cost_models) * len(self.max_running) * len(self.rates)
+
+
 @dataclass(frozen=True)
 class PolicyAxes:
     """One policy and the values to try for each of its config keys (no keys: one run)."""
@@ -107,23 +243,29 @@ class Cell:
         "pool_tokens",
         "seed",
         "source",
+        "timing",
     )
 
     def __init__(self, policy: str, config: PolicyConfig | None, pool_tokens: int | None,
-                 page_size: int, source: Source, seed: int | None) -> None:
+                 page_size: int, source: Source, seed: int | None,
+                 timing: TimingPoint | None = None) -> None:
         self.policy = policy
         self.config = config
         self.pool_tokens = pool_tokens
         self.page_size = page_size
         self.source = source
         self.seed = seed
+        self.timing = timing
         cfg = None if config is None else config_dict(config)
         self.config_json = canonical_json(cfg)
-        self.key = canonical_json({
+        coordinates: dict[str, Any] = {
             "policy": policy, "config": cfg, "pool_tokens": pool_tokens,
             "page_size": page_size, "workload": source.name, "params": source.params,
             "seed": seed,
-        })
+        }
+        if timing is not None:  # an untimed cell's key stays what it always was
+            coordinates["timing"] = timing.key()
+        self.key = canonical_json(coordinates)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Cell) and other.key == self.key
@@ -136,7 +278,7 @@ class Cell:
 
     def __reduce__(self) -> tuple[Any, ...]:  # slots and no __dict__: pickle by arguments
         return (Cell, (self.policy, self.config, self.pool_tokens, self.page_size,
-                       self.source, self.seed))
+                       self.source, self.seed, self.timing))
 
     @property
     def config_dict(self) -> dict[str, Any] | None:
@@ -153,19 +295,24 @@ class Cell:
         """Cells with the same key replay the same built workload (built once, shared)."""
         return self.source, self.seed
 
+    def timing_spec(self) -> TimingSpec | None:
+        """The TimingSpec this cell replays with (arrivals seeded by its seed); None untimed."""
+        return None if self.timing is None else self.timing.spec(self.seed)
+
     def describe(self) -> str:
         """Short text for messages: ``slru {"protected_threshold":2}, pool 1,000,000, chat``."""
         return describe_cell(self.policy, self.config_json, self.pool_tokens, self.page_size,
-                             self.source, self.seed)
+                             self.source, self.seed, self.timing)
 
 
 def describe_cell(policy: str, config_json: str, pool_tokens: int | None, page_size: int,
-                  source: Source, seed: int | None) -> str:
+                  source: Source, seed: int | None, timing: TimingPoint | None = None) -> str:
     """How messages name a cell (one whose config is not yet validated too)."""
     cfg = "" if config_json == "null" else f" {config_json}"
     pool = "default pool" if pool_tokens is None else f"pool {pool_tokens:,}"
     at_seed = "" if seed is None else f", seed {seed}"
-    return f"{policy}{cfg}, {pool}, page {page_size}, {source.label}{at_seed}"
+    timed = "" if timing is None else f", timed: {timing.label}"
+    return f"{policy}{cfg}, {pool}, page {page_size}, {source.label}{at_seed}{timed}"
 
 
 def page_pool(pool_tokens: int | None, page_size: int) -> int | None:
@@ -186,10 +333,11 @@ class Spot:
     source: Source
     seed: int | None
     config: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    timing: TimingPoint | None = None
 
     def describe(self) -> str:
         return describe_cell(self.policy, self.config_json, self.pool_tokens, self.page_size,
-                             self.source, self.seed)
+                             self.source, self.seed, self.timing)
 
 
 @dataclass(frozen=True)
@@ -202,13 +350,18 @@ class Grid:
     page_sizes: tuple[int, ...] = (1,)
     seeds: tuple[int, ...] = (0,)
     references: bool = False
+    timing: TimingAxes | None = None  # a timed grid: every cell runs the timed replay
 
     def count(self) -> int:
         """How many cells the axes multiply to, before any duplicate is dropped (no expansion)."""
         configs = sum(math.prod(len(v) for _, v in a.keys) for a in self.policies)
         runs = sum(len(self.seeds) if s.seeded else 1 for s in self.sources)
-        refs = len(self.page_sizes) * (len(self.pool_tokens) + 1) if self.references else 0
-        return runs * (configs * len(self.page_sizes) * len(self.pool_tokens) + refs)
+        points = self.timing.count() if self.timing is not None else 1
+        per_point = configs * len(self.page_sizes) * len(self.pool_tokens)
+        if self.references:  # the oracle at every pool size (timed), the ceiling (not)
+            per_point += len(self.page_sizes) * len(self.pool_tokens)
+        ceilings = len(self.page_sizes) if self.references else 0
+        return runs * (points * per_point + ceilings)
 
     def spots(self) -> list[Spot]:
         """Every cell's coordinates in a fixed order, pools rounded to whole pages.
@@ -217,21 +370,28 @@ class Grid:
         give one spot.
         """
         out: dict[Spot, None] = {}
+        points: list[TimingPoint | None] = (
+            [None] if self.timing is None else list(self.timing.points()))
         for source in self.sources:
             seeds: Iterable[int | None] = self.seeds if source.seeded else (None,)
             for seed in seeds:
-                for axes in self.policies:
-                    for config in axes.configs():
-                        text = canonical_json(config)
+                for point in points:
+                    for axes in self.policies:
+                        for config in axes.configs():
+                            text = canonical_json(config)
+                            for page in self.page_sizes:
+                                for pool in self.pool_tokens:
+                                    out.setdefault(Spot(axes.policy, text, page_pool(pool, page),
+                                                        page, source, seed, config, point))
+                    if self.references:
                         for page in self.page_sizes:
                             for pool in self.pool_tokens:
-                                out.setdefault(Spot(axes.policy, text, page_pool(pool, page),
-                                                    page, source, seed, config))
-                if self.references:
+                                out.setdefault(Spot(ORACLE, "null", page_pool(pool, page), page,
+                                                    source, seed, None, point))
+                            if point is None:  # untimed: in the order it always had
+                                out.setdefault(Spot(CEILING, "null", None, page, source, seed))
+                if self.references and self.timing is not None:  # a hit rate: once, untimed
                     for page in self.page_sizes:
-                        for pool in self.pool_tokens:
-                            out.setdefault(Spot(ORACLE, "null", page_pool(pool, page), page,
-                                                source, seed))
                         out.setdefault(Spot(CEILING, "null", None, page, source, seed))
         return list(out)
 
@@ -250,7 +410,7 @@ class Grid:
         out: dict[str, Cell] = {}
         for s in spots:
             cell = Cell(s.policy, configs[s.policy, s.config_json], s.pool_tokens, s.page_size,
-                        s.source, s.seed)
+                        s.source, s.seed, s.timing)
             out.setdefault(cell.key, cell)
         return list(out.values())
 
@@ -273,6 +433,20 @@ class Grid:
         parts.append(_count(len(self.sources), "workload"))
         if any(s.seeded for s in self.sources):
             parts.append(_count(len(self.seeds), "seed"))
+        if self.timing is not None:
+            t = self.timing
+            if cells is not None:
+                points = {c.timing for c in cells if c.timing is not None}
+                models = len({p.cost_model.name for p in points}) or len(t.cost_models)
+                running = len({p.max_running for p in points}) or len(t.max_running)
+                rates = len({p.key()["rate"] for p in points}) or len(t.rates)
+            else:
+                models, running, rates = len(t.cost_models), len(t.max_running), len(t.rates)
+            if t.max_running != (None,):
+                parts.append(_count(running, "max-running value"))
+            if t.rates != (None,):
+                parts.append(_count(rates, "rate"))
+            parts.append(_count(models, "cost model"))
         return " x ".join(parts)
 
 

@@ -4,7 +4,10 @@ A row is a flat dict of JSON types whose schema is
 :class:`~radix_evict.sim.sweep.schema.ResultRow`. ``cell`` is the cell's key (see
 :attr:`~radix_evict.sim.sweep.grid.Cell.key`); ``status`` is ``ok`` or
 ``error`` (with ``error`` saying why). Timings (:data:`TIMING_FIELDS`) are
-the only fields that differ between two runs of the same cell.
+the only fields that differ between two runs of the same cell. A timed
+cell replays with ``timing=`` (the oracle too: ``replay_oracle(..., timing=)``)
+and its row adds the timing axes and the timed figures (virtual time, as
+deterministic as the hit rate).
 """
 
 from __future__ import annotations
@@ -16,12 +19,23 @@ from radix_evict.sim.bound import replay_oracle
 from radix_evict.sim.ceiling import infinite_pool_ceiling
 from radix_evict.sim.replay import ReplayResult, replay
 from radix_evict.sim.sweep.grid import CEILING, ORACLE, Cell
-from radix_evict.sim.sweep.schema import ERROR, OK, ROW_FIELDS, TIMING_FIELDS
+from radix_evict.sim.sweep.schema import (
+    ERROR,
+    OK,
+    ROW_FIELDS,
+    TIMED_ROW_FIELDS,
+    TIMING_FIELDS,
+)
 from radix_evict.sim.workloads import Workload
 
 
+def _blank(cell: Cell) -> dict[str, Any]:
+    """Every column of the cell's kind (timed or not), None."""
+    return dict.fromkeys(ROW_FIELDS if cell.timing is None else TIMED_ROW_FIELDS)
+
+
 def _coordinates(cell: Cell) -> dict[str, Any]:
-    return {
+    out = {
         "cell": cell.key,
         "policy": cell.policy,
         "config": cell.config_dict,
@@ -32,11 +46,28 @@ def _coordinates(cell: Cell) -> dict[str, Any]:
         "params": cell.source.params,
         "seed": cell.seed,
     }
+    if cell.timing is not None:
+        point = cell.timing.key()
+        out.update({"max_running": point["max_running"], "rate": point["rate"],
+                    "cost_model": cell.timing.cost_model.name})
+    return out
+
+
+def timed_figures(result: ReplayResult) -> dict[str, Any]:
+    """The timed columns of a timed replay's result (``result.timing``)."""
+    t = result.timing
+    return {
+        "ttft_p50_ms": t.ttft_ms.p50, "ttft_p90_ms": t.ttft_ms.p90, "ttft_p99_ms": t.ttft_ms.p99,
+        "queue_p99_ms": t.queue_ms.p99, "tpot_p50_ms": t.tpot_ms.p50,
+        "e2e_p99_ms": t.e2e_ms.p99, "slo_attainment": t.slo_attainment,
+        "throughput_rps": t.throughput_rps, "goodput_rps": t.goodput_rps,
+        "retractions": t.retractions, "peak_queue": t.peak_queue,
+    }
 
 
 def result_row(cell: Cell, result: ReplayResult, replay_s: float) -> dict[str, Any]:
     """The row of a cell that ran; ``config`` is what the replay used (tlru's derived one too)."""
-    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
+    row: dict[str, Any] = _blank(cell)
     row.update(_coordinates(cell))
     row.update({
         "config": result.policy_config,
@@ -54,12 +85,14 @@ def result_row(cell: Cell, result: ReplayResult, replay_s: float) -> dict[str, A
         "cache_s": result.cache_s,
         "status": OK,
     })
+    if cell.timing is not None and result.timing is not None:
+        row.update(timed_figures(result))
     return row
 
 
 def ceiling_row(cell: Cell, hit_rate: float, replay_s: float) -> dict[str, Any]:
     """The infinite-pool ceiling's row: a hit rate, no pool, no eviction figures."""
-    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
+    row: dict[str, Any] = _blank(cell)
     row.update(_coordinates(cell))
     row.update({"hit_rate": hit_rate, "evicted_tokens": 0, "replay_s": replay_s,
                 "status": OK})
@@ -68,7 +101,7 @@ def ceiling_row(cell: Cell, hit_rate: float, replay_s: float) -> dict[str, Any]:
 
 def error_row(cell: Cell, error: str) -> dict[str, Any]:
     """The row of a cell that failed: its coordinates, ``status`` error and the message."""
-    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
+    row: dict[str, Any] = _blank(cell)
     row.update(_coordinates(cell))
     row.update({"status": ERROR, "error": error})
     return row
@@ -83,21 +116,24 @@ def run_cell(cell: Cell, workload: Workload, progress: Any = None) -> dict[str, 
     """Replay one cell (the simulator's own replay) and return its row; errors become rows.
 
     The workload's description is left out of the replay (``workload_info={}``):
-    the row does not carry it, and describing a trace costs ~0.2 s a cell.
+    the row does not carry it, and describing a trace costs ~0.2 s a cell. A
+    timed cell replays with its TimingSpec (:meth:`Cell.timing_spec`), the
+    oracle too.
     """
     t0 = time.perf_counter()
     try:
         if cell.policy == CEILING:
             ceiling = infinite_pool_ceiling(workload, cell.page_size)
             return ceiling_row(cell, ceiling.hit_rate, time.perf_counter() - t0)
+        timing = cell.timing_spec()
         if cell.policy == ORACLE:
             result = replay_oracle(workload, pool_tokens=cell.pool_tokens,
                                    page_size=cell.page_size, progress=progress,
-                                   timeline_points=0, workload_info={})
+                                   timeline_points=0, workload_info={}, timing=timing)
         else:
             result = replay(workload, cell.policy, cell.config, pool_tokens=cell.pool_tokens,
                             page_size=cell.page_size, progress=progress, timeline_points=0,
-                            workload_info={})
+                            workload_info={}, timing=timing)
     except Exception as exc:  # a plugin that raises fails its cell, not the sweep
         return error_row(cell, error_text(exc))
     return result_row(cell, result, time.perf_counter() - t0)

@@ -106,7 +106,8 @@ def plan_sweep(grid: Grid, out: Path | None = None, *, write: bool = True,
                              f"--max-cells {count}")
     cells = grid.cells()
     check_cells(cells)
-    results = ResultFile(out, write=write) if out is not None else None
+    results = (ResultFile(out, write=write, timed=grid.timing is not None)
+               if out is not None else None)
     finished = results.finished() if results is not None else set()
     kept = {c.key: results.rows[c.key] for c in cells if results and c.key in finished}
     todo = [c for c in cells if c.key not in finished]

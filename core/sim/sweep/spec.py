@@ -13,6 +13,13 @@ A grid file (YAML or TOML) has the command line's axes as keys::
     params: {limit: 2000, chat.convs: 50}
     seeds: [0, 1]
     oracle: true              # add the oracle and the ceiling
+    timing: true              # the timed replay, with its axes and options:
+    max_running: [64, 256]
+    rate: [2, 4, 8]           # requests per second (or "2..8*2")
+    cost_model: [llama3-8b-h100, my-gpu.toml]  # presets, or files relative to the grid file
+    slo_ttft: 500             # one value for every cell: slo_ttft, slo_tpot (ms), time_scale,
+    time_scale: 1             # chunked_prefill_size, concurrency (instead of rate)
+    objective: ttft-p99       # what the summary ranks by: hit-rate, ttft-p99 or slo
 
 A list is taken item by item; a string is read with the command line's
 syntax (:mod:`radix_evict.sim.sweep.values`). Options given on the command
@@ -33,9 +40,22 @@ import yaml
 
 from radix_evict.inputs import CONFIG_BYTES, InputFileError, read_text
 from radix_evict.sim.runs import default_policies
-from radix_evict.sim.sweep.grid import Grid, PolicyAxes
+from radix_evict.sim.sweep.grid import Grid, PolicyAxes, TimingAxes, cost_model_key
 from radix_evict.sim.sweep.sources import make_sources
-from radix_evict.sim.sweep.values import SweepValueError, parse_counts, parse_values
+from radix_evict.sim.sweep.values import (
+    SweepValueError,
+    parse_counts,
+    parse_numbers,
+    parse_values,
+    split_top_level,
+)
+from radix_evict.sim.timed.cost import (
+    DEFAULT_COST_MODEL,
+    CostModel,
+    CostModelError,
+    load_cost_model,
+    preset_names,
+)
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD
 
 if sys.version_info >= (3, 11):
@@ -44,8 +64,11 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 Param = tuple[str | None, str, Any]  # (scope, key, value): --param [SCOPE.]KEY=VALUE
+# The timed replay's keys (a grid file's names; the command line's are --max-running, ...).
+TIMING_KEYS = ("timing", "max_running", "rate", "cost_model", "concurrency", "time_scale",
+               "slo_ttft", "slo_tpot", "chunked_prefill_size", "objective")
 FILE_KEYS = ("policies", "pool_tokens", "page_size", "workloads", "traces", "params", "seeds",
-             "oracle")
+             "oracle", *TIMING_KEYS)
 
 
 @dataclass
@@ -61,6 +84,26 @@ class GridParts:
     params: list[Param] | None = None
     seeds: list[int] | None = None
     references: bool | None = None  # the oracle and the ceiling
+    # The timed replay: on or off, its three axes, the options every cell shares, and what
+    # the summary ranks by (read by the front end; the grid does not need it).
+    timing: bool | None = None
+    max_running: list[int] | None = None
+    rates: list[float] | None = None
+    cost_models: list[str | CostModel] | None = None
+    concurrency: int | None = None
+    time_scale: float | None = None
+    slo_ttft: float | None = None
+    slo_tpot: float | None = None
+    chunked_prefill_size: int | None = None
+    objective: str | None = None
+
+    def timing_given(self) -> list[str]:
+        """The timed-replay options these parts set (their grid file names), but ``timing``."""
+        names = {"rates": "rate", "cost_models": "cost_model"}
+        return [names.get(f, f) for f in ("max_running", "rates", "cost_models", "concurrency",
+                                          "time_scale", "slo_ttft", "slo_tpot",
+                                          "chunked_prefill_size")
+                if getattr(self, f) is not None]
 
     def over(self, base: GridParts) -> GridParts:
         """These parts where given, ``base``'s elsewhere; ``vary`` merged key by key."""
@@ -106,7 +149,60 @@ def make_grid(parts: GridParts) -> Grid:
         page_sizes=tuple(dict.fromkeys(parts.page_sizes or [1])),
         seeds=seeds,
         references=bool(parts.references),
+        timing=timing_axes(parts),
     )
+
+
+def timing_axes(parts: GridParts) -> TimingAxes | None:
+    """The timing axes ``parts`` ask for (None untimed); SweepValueError names a bad key.
+
+    Every point is checked as the timed replay will build it, so no cell fails
+    later for a value known now. Two different cost models may not share a
+    name: rows and tables name a model by it.
+    """
+    given = parts.timing_given()
+    if not parts.timing:
+        if given:
+            raise SweepValueError(f"{', '.join(given)}: timed-replay options; set timing "
+                                  "(--timing) to use them")
+        return None
+    models: dict[str, tuple[CostModel, str]] = {}
+    for spec in parts.cost_models or [DEFAULT_COST_MODEL]:
+        try:
+            model = load_cost_model(spec)
+        except CostModelError as exc:
+            raise SweepValueError(f"cost_model: {exc}") from None
+        where = spec if isinstance(spec, str) else model.name
+        seen = models.get(model.name)
+        if seen is not None and cost_model_key(seen[0]) != cost_model_key(model):
+            raise SweepValueError(
+                f"cost_model: {seen[1]} and {where} are different models both named "
+                f"{model.name!r}; give each its own name (rows and tables name a model by it)")
+        models.setdefault(model.name, (model, where))
+    for name, values in (("max_running", parts.max_running),
+                         ("chunked_prefill_size", [parts.chunked_prefill_size]),
+                         ("concurrency", [parts.concurrency])):
+        for v in values or []:
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+                raise SweepValueError(f"{name}: expected whole numbers, got {v!r}")
+    shared: dict[str, Any] = {"concurrency": parts.concurrency,
+                              "slo_ttft_ms": parts.slo_ttft, "slo_tpot_ms": parts.slo_tpot}
+    if parts.time_scale is not None:
+        shared["time_scale"] = parts.time_scale
+    if parts.chunked_prefill_size is not None:
+        shared["chunked_prefill_size"] = parts.chunked_prefill_size
+    axes = TimingAxes(
+        cost_models=tuple(m for m, _ in models.values()),
+        max_running=tuple(dict.fromkeys(parts.max_running or [None])),  # type: ignore[list-item]
+        rates=tuple(dict.fromkeys(parts.rates or [None])),  # type: ignore[list-item]
+        **shared,
+    )
+    for point in axes.points():
+        try:
+            point.spec(0)
+        except ValueError as exc:
+            raise SweepValueError(f"timing: {exc}") from None
+    return axes
 
 
 def _values(value: Any, what: str) -> list[Any]:
@@ -186,7 +282,47 @@ def _parts(path: Path, data: Mapping[str, Any]) -> GridParts:
         if not isinstance(params, Mapping):
             raise SweepValueError(f"{where} params: expected a mapping KEY: VALUE")
         parts.params = [_param(str(k), v) for k, v in params.items()]
+    _timing_parts(path, data, parts)
     return parts
+
+
+def _timing_parts(path: Path, data: Mapping[str, Any], parts: GridParts) -> None:
+    """The timed replay's keys of a grid file; a cost model file is relative to the grid file."""
+    where = f"{path}:"
+    if "timing" in data:
+        if not isinstance(data["timing"], bool):
+            raise SweepValueError(f"{where} timing: expected true or false")
+        parts.timing = data["timing"]
+    if "max_running" in data:
+        parts.max_running = parse_counts(data["max_running"], f"{where} max_running")
+    if "rate" in data:
+        parts.rates = [float(r) for r in parse_numbers(data["rate"], f"{where} rate")]
+    if "cost_model" in data:
+        value = data["cost_model"]
+        names = (split_top_level(value) if isinstance(value, str)
+                 else _names(value, f"{where} cost_model"))
+        presets = set(preset_names())
+        parts.cost_models = [n if n in presets or os.path.isabs(n)
+                             else os.path.normpath(path.parent / n) for n in names if n]
+    for key in ("concurrency", "chunked_prefill_size"):
+        if key in data:
+            (n,) = _one(parse_counts(data[key], f"{where} {key}"), f"{where} {key}")
+            setattr(parts, key, n)
+    for key in ("time_scale", "slo_ttft", "slo_tpot"):
+        if key in data:
+            (x,) = _one(parse_numbers(data[key], f"{where} {key}"), f"{where} {key}")
+            setattr(parts, key, float(x))
+    if "objective" in data:
+        if not isinstance(data["objective"], str):
+            raise SweepValueError(f"{where} objective: expected hit-rate, ttft-p99 or slo")
+        parts.objective = data["objective"]
+
+
+def _one(values: list[Any], what: str) -> list[Any]:
+    """A key that takes one value (the same for every cell), not a list."""
+    if len(values) != 1:
+        raise SweepValueError(f"{what}: one value for every cell, got {values!r}")
+    return values
 
 
 def _param(key: str, value: Any) -> Param:

@@ -14,6 +14,14 @@ starts writing (:meth:`ResultFile.open`), never by a dry run or a refusal.
 A sweep that writes holds an exclusive lock (``flock`` on ``NAME.lock``
 beside the file) from before it reads until it closes, so a second sweep on
 the same file is refused at once instead of overwriting the first's rows.
+
+Columns: an untimed sweep's file has the columns it always had
+(:data:`~radix_evict.sim.sweep.schema.ROW_FIELDS`); a timed sweep's has the
+timed ones too (``TIMED_ROW_FIELDS``). A JSONL row carries its own kind's
+keys; a CSV file keeps the columns of its header, so a timed sweep does not
+append to an untimed sweep's CSV (it has no columns for the timed figures);
+a Parquet file, rewritten whole, takes the timed columns once it holds a
+timed row.
 """
 
 from __future__ import annotations
@@ -28,7 +36,16 @@ from typing import IO, Any
 from radix_evict.errors import RadixEvictError
 from radix_evict.inputs import RESULT_BYTES, InputFileError, decode_utf8, read_bytes
 from radix_evict.sim.sweep.lock import FileLock, LockHeld
-from radix_evict.sim.sweep.schema import FIELD_TYPES, OK, ROW_FIELDS, RowError, check_row
+from radix_evict.sim.sweep.schema import (
+    COLUMN_SETS,
+    FIELD_TYPES,
+    OK,
+    ROW_FIELDS,
+    TIMED_ROW_FIELDS,
+    RowError,
+    check_row,
+    is_timed,
+)
 
 SUFFIXES = (".jsonl", ".csv", ".parquet")
 ROW_START = '{"cell": '  # how every JSON row this module writes begins
@@ -68,10 +85,10 @@ def _pyarrow(path: Path) -> Any:
     return pyarrow
 
 
-def _flat(row: dict[str, Any]) -> dict[str, Any]:
-    """A row for CSV and Parquet: dict fields as JSON text."""
+def _flat(row: dict[str, Any], columns: tuple[str, ...] = ROW_FIELDS) -> dict[str, Any]:
+    """A row for CSV and Parquet, in ``columns``: dict fields as JSON text."""
     return {k: (None if row.get(k) is None else json.dumps(row[k], sort_keys=True))
-            if FIELD_TYPES[k] == "json" else row.get(k) for k in ROW_FIELDS}
+            if FIELD_TYPES[k] == "json" else row.get(k) for k in columns}
 
 
 def _typed(raw: dict[str, Any]) -> dict[str, Any]:
@@ -94,15 +111,19 @@ class ResultFile:
     """The rows already in ``path`` (if it exists), and, with ``write``, a writer that adds more.
 
     ``write`` takes the file's lock first (ResultFileError if another sweep
-    holds it), so the rows read are the rows the file will keep.
+    holds it), so the rows read are the rows the file will keep. ``timed``:
+    the sweep's rows are timed (a new CSV or Parquet file gets the timed
+    columns; an untimed sweep's CSV is refused).
     """
 
-    def __init__(self, path: Path, *, write: bool = False) -> None:
+    def __init__(self, path: Path, *, write: bool = False, timed: bool = False) -> None:
         self._fh: IO[str] | None = None
         self._csv: Any = None
         self._lock: FileLock | None = None
         self.path = path
         self.format = check_path(path)
+        self.timed = timed
+        self.columns: tuple[str, ...] | None = None  # a CSV file's header, once read
         self.rows: dict[str, dict[str, Any]] = {}
         self.torn = 0  # bytes of an unfinished last line, dropped when writing starts
         self._newline = False  # the last row lacks its newline: add one before appending
@@ -124,6 +145,10 @@ class ResultFile:
             if os.path.lexists(path):
                 for row in self._read():
                     self.rows[row["cell"]] = row
+            if timed and self.format == ".csv" and self.columns == ROW_FIELDS:
+                raise ResultFileError(
+                    f"{path}: an untimed sweep's file: its columns have no place for the "
+                    "timed figures (ttft_p99_ms, ...); give this timed sweep another --out")
         except BaseException:
             self.close()
             raise
@@ -181,18 +206,22 @@ class ResultFile:
         return rows
 
     def _read_csv(self, body: str, tail: str) -> list[dict[str, Any]]:
-        header = ",".join(ROW_FIELDS)
+        headers = [",".join(cols) for cols in COLUMN_SETS]
         if not body:
-            if tail and not header.startswith(tail):
+            if tail and not any(h.startswith(tail) for h in headers):
                 raise ResultFileError(f"{self.path}: not a sweep result file (its first line is "
                                       "not the sweep's header); left as it is")
             self.torn = len(tail.encode("utf-8"))
             return []
         reader = csv.DictReader(io.StringIO(body))
-        if reader.fieldnames is not None and list(reader.fieldnames) != list(ROW_FIELDS):
+        names = tuple(reader.fieldnames or ())
+        if names and names not in COLUMN_SETS:
             raise ResultFileError(
                 f"{self.path}: its columns are not this version's sweep columns "
-                f"({', '.join(ROW_FIELDS)}); write to a new file")
+                f"({', '.join(ROW_FIELDS)}, or with a timed sweep's "
+                f"{', '.join(k for k in TIMED_ROW_FIELDS if k not in ROW_FIELDS)}); "
+                "write to a new file")
+        self.columns = names or None
         rows = []
         for record in reader:
             line = reader.line_num
@@ -246,7 +275,9 @@ class ResultFile:
             self._fh.write("\n")
             self._newline = False
         if self.format == ".csv":
-            self._csv = csv.DictWriter(self._fh, fieldnames=list(ROW_FIELDS))
+            if new or self.columns is None:
+                self.columns = TIMED_ROW_FIELDS if self.timed else ROW_FIELDS
+            self._csv = csv.DictWriter(self._fh, fieldnames=list(self.columns))
             if new:
                 self._csv.writeheader()
                 self._fh.flush()
@@ -264,7 +295,11 @@ class ResultFile:
             return
         assert self._fh is not None
         if self._csv is not None:
-            self._csv.writerow(_flat(row))
+            assert self.columns is not None
+            if is_timed(row) and self.columns == ROW_FIELDS:  # refused when opened; a bug
+                raise ResultFileError(f"{self.path}: refusing to write a timed row into an "
+                                      "untimed sweep's columns")
+            self._csv.writerow(_flat(row, self.columns))
         else:
             self._fh.write(json.dumps(row, sort_keys=False, allow_nan=False) + "\n")
         self._fh.flush()
@@ -273,8 +308,11 @@ class ResultFile:
         pa = _pyarrow(self.path)
         types = {"str": pa.string(), "json": pa.string(), "int": pa.int64(),
                  "float": pa.float64()}
-        schema = pa.schema([(k, types[t]) for k, t in FIELD_TYPES.items()])
-        table = pa.Table.from_pylist([_flat(r) for r in self.rows.values()], schema=schema)
+        timed = self.timed or any(is_timed(r) for r in self.rows.values())
+        columns = TIMED_ROW_FIELDS if timed else ROW_FIELDS
+        schema = pa.schema([(k, types[FIELD_TYPES[k]]) for k in columns])
+        table = pa.Table.from_pylist([_flat(r, columns) for r in self.rows.values()],
+                                     schema=schema)
         tmp = self.path.with_name(self.path.name + ".tmp")
         pa.parquet.write_table(table, tmp)
         os.replace(tmp, self.path)

@@ -8,6 +8,14 @@ curve of a policy is its best config's hit rate at each pool size, averaged
 over seeds: the hit-rate-versus-cache-size curve cache engineers read.
 The oracle (when the grid has it) is a curve of its own, and the ceiling a
 hit rate per workload; neither is ever a "best config".
+
+A timed sweep's rows are read per workload *and timing point* (cost model,
+max running, rate: :func:`point_label`): the best config at 2 requests per
+second need not be the best at 8. There a config's score carries its mean
+p99 TTFT and SLO attainment too, and the best config is chosen under an
+objective (``hit-rate``, ``ttft-p99`` or ``slo``) by
+:func:`radix_evict.sim.winner.choose_by_objective`, the rule ``simulate
+--objective`` uses.
 """
 
 from __future__ import annotations
@@ -18,9 +26,10 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
-from radix_evict.sim.sweep.grid import CEILING, ORACLE, REFERENCES
+from radix_evict.sim.sweep.grid import CEILING, ORACLE, REFERENCES, timing_label
 from radix_evict.sim.sweep.rows import OK
-from radix_evict.sim.winner import choose_winner
+from radix_evict.sim.sweep.schema import is_timed
+from radix_evict.sim.winner import choose_by_objective
 
 Row = dict[str, Any]
 
@@ -32,6 +41,13 @@ def workload_label(row: Row) -> str:
     return row["workload"] if not params else f"{row['workload']}{text}"
 
 
+def point_label(row: Row) -> str | None:
+    """A timed row's timing point (``llama3-8b-h100, max running 64, rate 2/s``); None untimed."""
+    if not is_timed(row):
+        return None
+    return timing_label(row["cost_model"], row.get("max_running"), row.get("rate"))
+
+
 def config_text(config: Any) -> str:
     """A config as compact JSON (``-`` for none)."""
     if not config:
@@ -40,8 +56,26 @@ def config_text(config: Any) -> str:
 
 
 @dataclass(frozen=True)
+class _P99:
+    p99: float
+
+
+@dataclass(frozen=True)
+class _Timed:
+    """What :func:`choose_by_objective` reads of a timed result: ``ttft_ms.p99``, SLO met."""
+
+    ttft_ms: _P99
+    slo_attainment: float | None
+
+
+@dataclass(frozen=True)
 class ConfigScore:
-    """One policy config on one workload, averaged over its pool sizes and seeds."""
+    """One policy config on one workload, averaged over its pool sizes and seeds.
+
+    ``point`` is the timing point of a timed sweep's score (None untimed);
+    there ``ttft_p99_ms`` and ``slo_attainment`` are means too (the latter
+    None without an SLO).
+    """
 
     workload: str
     policy: str
@@ -49,30 +83,53 @@ class ConfigScore:
     hit_rate: float
     p99_uncached: float
     cells: int
+    point: str | None = None
+    ttft_p99_ms: float | None = None
+    slo_attainment: float | None = None
 
     @property
     def label(self) -> str:
         return f"{self.policy} {config_text(self.config)}"
 
+    @property
+    def timing(self) -> _Timed | None:
+        """The timed figures an objective ranks by (None for an untimed score)."""
+        if self.ttft_p99_ms is None:
+            return None
+        return _Timed(_P99(self.ttft_p99_ms), self.slo_attainment)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"workload": self.workload, "policy": self.policy, "config": self.config,
-                "hit_rate": self.hit_rate, "p99_uncached": self.p99_uncached,
-                "cells": self.cells}
+        out = {"workload": self.workload, "policy": self.policy, "config": self.config,
+               "hit_rate": self.hit_rate, "p99_uncached": self.p99_uncached,
+               "cells": self.cells}
+        if self.point is not None:
+            out.update({"timing": self.point, "ttft_p99_ms": self.ttft_p99_ms,
+                        "slo_attainment": self.slo_attainment})
+        return out
 
 
 @dataclass
 class Curve:
-    """Hit rate over pool sizes of one policy (at its best config) on one workload."""
+    """Hit rate over pool sizes of one policy (at its best config) on one workload.
+
+    In a timed sweep, one per timing point (``point``), with the p99 TTFT at
+    each pool size in ``ttft_points``.
+    """
 
     workload: str
     policy: str
     config: dict[str, Any] | None
     points: list[tuple[int, float]] = field(default_factory=list)
+    point: str | None = None
+    ttft_points: list[tuple[int, float]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"workload": self.workload, "policy": self.policy, "config": self.config,
-                "pool_tokens": [p for p, _ in self.points],
-                "hit_rate": [h for _, h in self.points]}
+        out = {"workload": self.workload, "policy": self.policy, "config": self.config,
+               "pool_tokens": [p for p, _ in self.points],
+               "hit_rate": [h for _, h in self.points]}
+        if self.point is not None:
+            out.update({"timing": self.point, "ttft_p99_ms": [t for _, t in self.ttft_points]})
+        return out
 
 
 def _ok(rows: Iterable[Row]) -> list[Row]:
@@ -83,44 +140,76 @@ def _policies(rows: Iterable[Row]) -> list[Row]:
     return [r for r in _ok(rows) if r["policy"] not in REFERENCES]
 
 
+def _key(r: Row, key: str) -> Any:
+    if key == "workload":
+        return workload_label(r)
+    if key == "point":
+        return point_label(r)
+    if key == "config":  # a reference's config is how it ran (the timed oracle's rounds)
+        return "-" if r["policy"] in REFERENCES else config_text(r.get(key))
+    return r.get(key)
+
+
 def _group(rows: Iterable[Row], *keys: str) -> dict[tuple[Any, ...], list[Row]]:
     out: dict[tuple[Any, ...], list[Row]] = {}
     for r in rows:
-        k = tuple(workload_label(r) if key == "workload" else
-                  config_text(r.get(key)) if key == "config" else r.get(key) for key in keys)
-        out.setdefault(k, []).append(r)
+        out.setdefault(tuple(_key(r, key) for key in keys), []).append(r)
     return out
 
 
+def _mean(group: Sequence[Row], key: str) -> float | None:
+    """The mean of ``key`` over ``group``; None where a row lacks it (untimed, no SLO)."""
+    values = [r.get(key) for r in group]
+    if not values or any(v is None for v in values):
+        return None
+    return fmean(values)  # type: ignore[arg-type]
+
+
 def config_scores(rows: Sequence[Row]) -> list[ConfigScore]:
-    """Every (workload, policy, config) with its mean hit rate and p99 over pools and seeds."""
+    """Every (workload, timing point, policy, config) with its means over pools and seeds."""
     return [
         ConfigScore(w, p, group[0].get("config"), fmean(r["hit_rate"] for r in group),
-                    fmean(r["p99_uncached"] for r in group), len(group))
-        for (w, p, _), group in _group(_policies(rows), "workload", "policy", "config").items()
+                    fmean(r["p99_uncached"] for r in group), len(group), point,
+                    _mean(group, "ttft_p99_ms"), _mean(group, "slo_attainment"))
+        for (w, point, p, _), group in _group(
+            _policies(rows), "workload", "point", "policy", "config").items()
     ]
 
 
-def best_configs(rows: Sequence[Row]) -> list[ConfigScore]:
-    """The best config of each policy on each workload (by the simulator's winner rule)."""
-    by: dict[tuple[str, str], list[ConfigScore]] = {}
+def best_configs(rows: Sequence[Row], objective: str = "hit-rate") -> list[ConfigScore]:
+    """The best config of each policy on each workload (and timing point) under ``objective``.
+
+    ``hit-rate`` is the simulator's winner rule; ``ttft-p99`` and ``slo`` rank
+    a timed sweep's mean p99 TTFT and SLO attainment
+    (:func:`~radix_evict.sim.winner.choose_by_objective`; an ObjectiveError
+    where the rows lack the figures).
+    """
+    by: dict[tuple[str, str | None, str], list[ConfigScore]] = {}
     for s in config_scores(rows):
-        by.setdefault((s.workload, s.policy), []).append(s)
-    return [choose_winner(scores)[0] for scores in by.values()]
+        by.setdefault((s.workload, s.point, s.policy), []).append(s)
+    return [choose_by_objective(scores, objective)[0] for scores in by.values()]
 
 
-def curves(rows: Sequence[Row]) -> list[Curve]:
-    """Per workload and policy: the best config's hit rate at each pool size (mean over seeds)."""
-    best = {(b.workload, b.policy): config_text(b.config) for b in best_configs(rows)}
-    best.update({(w, ORACLE): "-" for (w,) in _group(_ok(rows), "workload")})
+def curves(rows: Sequence[Row], objective: str = "hit-rate") -> list[Curve]:
+    """Per workload (and timing point) and policy: the best config's hit rate at each pool size.
+
+    Means over seeds; a timed curve has the p99 TTFT at each pool size too.
+    """
+    best = {(b.workload, b.point, b.policy): config_text(b.config)
+            for b in best_configs(rows, objective)}
+    best.update({(w, pt, ORACLE): "-" for (w, pt) in _group(_ok(rows), "workload", "point")})
     out: list[Curve] = []
     pooled = [r for r in _ok(rows) if r["policy"] != CEILING]
-    for (w, p, cfg), group in _group(pooled, "workload", "policy", "config").items():
-        if best.get((w, p)) != cfg:
+    for (w, pt, p, cfg), group in _group(pooled, "workload", "point", "policy",
+                                         "config").items():
+        if best.get((w, pt, p)) != cfg:
             continue
         pools = _group(group, "pool_tokens")
         points = sorted((pool, fmean(r["hit_rate"] for r in g)) for (pool,), g in pools.items())
-        out.append(Curve(w, p, group[0].get("config"), points))
+        ttft = sorted((pool, t) for (pool,), g in pools.items()
+                      if (t := _mean(g, "ttft_p99_ms")) is not None)
+        config = None if p in REFERENCES else group[0].get("config")
+        out.append(Curve(w, p, config, points, pt, ttft))
     return out
 
 
@@ -130,7 +219,14 @@ def ceilings(rows: Sequence[Row]) -> dict[str, float]:
     return {w: fmean(r["hit_rate"] for r in g) for (w,), g in _group(mine, "workload").items()}
 
 
-def summary_dict(rows: Sequence[Row]) -> dict[str, Any]:
-    """The summary as JSON types: best configs, curves (the oracle's too), ceilings."""
-    return {"best_configs": [b.to_dict() for b in best_configs(rows)],
-            "curves": [c.to_dict() for c in curves(rows)], "ceilings": ceilings(rows)}
+def summary_dict(rows: Sequence[Row], objective: str = "hit-rate") -> dict[str, Any]:
+    """The summary as JSON types: best configs, curves (the oracle's too), ceilings.
+
+    A timed sweep's summary names the objective its best configs were chosen by.
+    """
+    out: dict[str, Any] = {"best_configs": [b.to_dict() for b in best_configs(rows, objective)],
+                           "curves": [c.to_dict() for c in curves(rows, objective)],
+                           "ceilings": ceilings(rows)}
+    if any(is_timed(r) for r in rows):
+        out["objective"] = objective
+    return out

@@ -15,6 +15,7 @@ One syntax for the command line and for string values in grid files:
 from __future__ import annotations
 
 import json
+import math
 import re
 from decimal import Decimal
 from typing import Any
@@ -144,3 +145,23 @@ def parse_counts(text: str | int | list[Any], what: str) -> list[int]:
             expanded = expand_range(part) if ".." in part else None
             items.extend([part] if expanded is None else expanded)
     return [parse_count(item, what) for item in items]
+
+
+def parse_numbers(text: str | float | list[Any], what: str) -> list[float | int]:
+    """Finite numbers (``1,2,4``, ``0.5``, ``1..8*2``, or a list from a grid file).
+
+    Whether they are in range (a rate > 0) is the caller's check; a word, a
+    boolean or an infinity is refused here, naming ``what``.
+    """
+    if isinstance(text, list):
+        items: list[Any] = []
+        for item in text:
+            items.extend(parse_values(item, what) if isinstance(item, str) else [item])
+    elif isinstance(text, str):
+        items = parse_values(text, what)
+    else:
+        items = [text]
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(item):
+            raise SweepValueError(f"{what}: expected numbers, got {item!r}")
+    return items
