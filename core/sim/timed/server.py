@@ -361,8 +361,11 @@ class Server:
         if self.chunked is not None:
             job = self.chunked
             chunk = self._plan_chunk(job, chunk_budget)
-            if chunk <= 0 or not self._allocate(job, chunk):
-                return []  # its slots come back as running requests finish
+            # its next chunk may not take what running requests are expected to decode:
+            # they go first, and their finishes free the room
+            if chunk <= 0 or (self.running and not self._fits(job, chunk, budget)) or (
+                    not self._allocate(job, chunk)):
+                return []
             self.chunked = None
             batch.append(job)
             budget -= self._reservation(job, chunk)
@@ -558,7 +561,10 @@ class Server:
             raise AssertionError("a lone running request cannot grow: slot accounting is off")
         self._make_room(RETRACT_DECODE_STEPS * len(self.running))
         self.retractions += len(retracted)
-        self.blocked = False
+        # No admission until a request finishes: the retracted would come straight back
+        # and starve decode again (SGLang raises its reservation ratio to keep them out;
+        # with it off, or a chunked prefill released, only this guarantees progress).
+        self.blocked = True
         for job in retracted:
             job.retractions += 1
             self.waiting.append(job)
