@@ -74,7 +74,7 @@ TimingOpt = Annotated[bool, typer.Option(
 MaxRunningOpt = Annotated[int | None, typer.Option(
     "--max-running", min=1,
     help="With --timing: most requests running at once (SGLang's --max-running-requests; "
-         "default 256).")]
+         "default SGLang's: min(2048, pool tokens / 2)).")]
 RateOpt = Annotated[float | None, typer.Option(
     "--rate", min=0.0,
     help="With --timing: Poisson arrivals, about R requests per second (a workload's new "

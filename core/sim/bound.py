@@ -142,7 +142,7 @@ def compute_bounds(
 ) -> dict[str, Bound]:
     """The bound of every workload; lru is replayed too where ``results`` lack it.
 
-    ``timing``: the oracle and lru run in the timed replay (the ceiling is a hit rate).
+    ``timing``: the oracle, lru and the ceiling run in the timed replay.
     """
     jobs: list[Callable[[ProgressFn | None], Any]] = []
     sizes: list[int] = []
@@ -158,7 +158,7 @@ def compute_bounds(
                                  workload_info=info, timing=timing)
 
         def ceiling_job(_p: ProgressFn | None, w: Workload = w) -> Any:
-            return infinite_pool_ceiling(w, page_size)
+            return infinite_pool_ceiling(w, page_size, timing)
 
         jobs += [oracle_job, ceiling_job]
         sizes += [w.num_requests, 0]

@@ -11,7 +11,7 @@ is a prefix of the whole request).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -19,6 +19,9 @@ import torch
 from radix_evict.cache.radix_cache import RadixCache
 from radix_evict.policies.contract import DEFAULT_POLICY
 from radix_evict.sim.workloads import Workload
+
+if TYPE_CHECKING:
+    from radix_evict.sim.timed.spec import TimingSpec
 
 
 class EndlessAllocator:
@@ -60,11 +63,25 @@ class Ceiling:
         return {**asdict(self), "hit_rate": self.hit_rate}
 
 
-def infinite_pool_ceiling(workload: Workload, page_size: int = 1) -> Ceiling:
-    """Replay ``workload`` with a pool that never fills; count the prompt tokens hit."""
+def infinite_pool_ceiling(workload: Workload, page_size: int = 1,
+                          timing: TimingSpec | None = None) -> Ceiling:
+    """Replay ``workload`` with a pool that never fills; count the prompt tokens hit.
+
+    With ``timing``, the timed replay's ceiling: the same arrivals and scheduler
+    with a pool that never fills. The timed replay shows a running request's
+    prompt to others as soon as it is prefilled, so its hit rates can exceed
+    the token replay's ceiling; this is the one they compare with.
+    """
     P = page_size
     pool = EndlessAllocator(P)
     cache = RadixCache(pool, page_size=P, policy=DEFAULT_POLICY)
+    if timing is not None:
+        from radix_evict.sim.tally import Tally
+        from radix_evict.sim.timed.run import serve
+
+        tally = Tally(workload.num_requests, 0, False)
+        serve(workload, cache, pool, P, timing, tally)
+        return Ceiling(tally.hits, tally.prompts)
     hits = prompts = 0
     for _, kind, req in workload.events():
         if kind == "arrive":

@@ -14,6 +14,7 @@ from helpers.rigs import run_cli
 from helpers.sweeps import timed_parts, write_cost_model
 
 from radix_evict.sim.bound import replay_oracle
+from radix_evict.sim.ceiling import infinite_pool_ceiling
 from radix_evict.sim.replay import replay
 from radix_evict.sim.sweep import (
     ROW_FIELDS,
@@ -55,8 +56,8 @@ def test_timing_axes_multiply_the_grid_and_each_point_is_its_own_cell(tmp_path: 
     grid = make_grid(parts)
     cells = grid.cells()
     points = 2 * 3 * 2  # max running x rates x cost models
-    # per seed: every point x (3 configs x 2 pools + the oracle at 2 pools), + 1 ceiling
-    assert len(cells) == grid.count() == 2 * (points * (3 * 2 + 2) + 1) == 194
+    # per seed and point: 3 configs x 2 pools, the oracle at 2 pools, the (timed) ceiling
+    assert len(cells) == grid.count() == 2 * points * (3 * 2 + 2 + 1) == 216
     assert len({c.key for c in cells}) == len(cells)
     lru = [c for c in cells if c.policy == "lru" and c.pool_tokens == 1000 and c.seed == 0]
     seen = {(c.timing.max_running, c.timing.rate, c.timing.cost_model.name)
@@ -74,9 +75,9 @@ def test_timing_axes_multiply_the_grid_and_each_point_is_its_own_cell(tmp_path: 
                 "chunked_prefill_size"} <= set(timing)
     oracles = [c for c in cells if c.policy == "oracle"]
     assert len(oracles) == 2 * points * 2 and all(c.timing is not None for c in oracles)
-    ceilings = [c for c in cells if c.policy == "ceiling"]
-    assert len(ceilings) == 2 and all(c.timing is None and "timing" not in _key(c)
-                                      for c in ceilings)
+    ceilings = [c for c in cells if c.policy == "ceiling"]  # the timed replay's own
+    assert len(ceilings) == 2 * points and all(c.timing is not None and "timing" in _key(c)
+                                               for c in ceilings)
     assert grid.size_text(cells) == ("3 policy configs x 2 pool sizes x 1 workload x 2 seeds x "
                                      "2 max-running values x 3 rates x 2 cost models")
     assert "timed: my-gpu, max running 16, rate 4/s" in cells[-2].describe()
@@ -99,7 +100,7 @@ def test_untimed_cell_keys_are_what_they_always_were() -> None:
     ]
     timed = make_grid(GridParts(**{**parts.__dict__, "timing": True})).cells()
     assert [c.key for c in timed if c.policy != "ceiling"] != keys[:3]  # a point of its own
-    assert [c.key for c in timed if c.policy == "ceiling"] == keys[3:]  # a hit rate: untimed
+    assert [c.key for c in timed if c.policy == "ceiling"] != keys[3:]  # the timed ceiling
 
 
 def test_a_cost_models_identity_is_its_name_and_coefficients(tmp_path: Path) -> None:
@@ -178,11 +179,12 @@ def _spec(row: Row) -> TimingSpec:
 def test_timed_rows_are_the_timed_replays(timed_rows: list[Row]) -> None:
     plan = plan_sweep(make_grid(timed_parts(references=True)))
     assert [r["cell"] for r in timed_rows] == [c.key for c in plan.cells]
-    assert len(timed_rows) == 2 * (2 + 1) + 1  # 2 rates x (2 policies + oracle) + ceiling
+    assert len(timed_rows) == 2 * (2 + 1 + 1)  # 2 rates x (2 policies, oracle, ceiling)
     wl = build_workload(plan.cells[0].source, 0)
     for row in timed_rows:
-        if row["policy"] == "ceiling":
-            assert list(row) == list(ROW_FIELDS)  # a hit rate, no time: an untimed row
+        if row["policy"] == "ceiling":  # the timed replay's, with a pool that never fills
+            assert list(row) == list(TIMED_ROW_FIELDS)
+            assert row["hit_rate"] == infinite_pool_ceiling(wl, 1, _spec(row)).hit_rate
             continue
         assert list(row) == list(TIMED_ROW_FIELDS)
         assert (row["max_running"], row["cost_model"]) == (16, "llama3-8b-h100")

@@ -14,8 +14,10 @@ max running requests, arrival rate and cost model, expanded between the seed
 and the policy (cost model, max running, rate). Each cell carries its
 :class:`TimingPoint`, and its key gains a ``timing`` entry (the point, the
 cost model's name and coefficients, and the options shared by every cell);
-an untimed cell's key is what it always was. The ceiling is a hit rate with
-no time in it: one untimed cell per workload, seed and page size, as before.
+an untimed cell's key is what it always was. A timed grid's ceiling is the
+timed replay's (the same arrivals and scheduler with a pool that never
+fills: a running request's prompt is visible once prefilled, so timed hit
+rates can pass the token replay's ceiling): one cell per timing point too.
 """
 
 from __future__ import annotations
@@ -358,10 +360,9 @@ class Grid:
         runs = sum(len(self.seeds) if s.seeded else 1 for s in self.sources)
         points = self.timing.count() if self.timing is not None else 1
         per_point = configs * len(self.page_sizes) * len(self.pool_tokens)
-        if self.references:  # the oracle at every pool size (timed), the ceiling (not)
-            per_point += len(self.page_sizes) * len(self.pool_tokens)
-        ceilings = len(self.page_sizes) if self.references else 0
-        return runs * (points * per_point + ceilings)
+        if self.references:  # the oracle at every pool size, the ceiling per page size
+            per_point += len(self.page_sizes) * (len(self.pool_tokens) + 1)
+        return runs * points * per_point
 
     def spots(self) -> list[Spot]:
         """Every cell's coordinates in a fixed order, pools rounded to whole pages.
@@ -388,11 +389,10 @@ class Grid:
                             for pool in self.pool_tokens:
                                 out.setdefault(Spot(ORACLE, "null", page_pool(pool, page), page,
                                                     source, seed, None, point))
-                            if point is None:  # untimed: in the order it always had
-                                out.setdefault(Spot(CEILING, "null", None, page, source, seed))
-                if self.references and self.timing is not None:  # a hit rate: once, untimed
-                    for page in self.page_sizes:
-                        out.setdefault(Spot(CEILING, "null", None, page, source, seed))
+                            # timed, the ceiling is the timed replay's own (the same
+                            # arrivals and scheduler, a pool that never fills)
+                            out.setdefault(Spot(CEILING, "null", None, page, source, seed,
+                                                None, point))
         return list(out)
 
     def cells(self) -> list[Cell]:

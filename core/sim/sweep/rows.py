@@ -123,7 +123,7 @@ def run_cell(cell: Cell, workload: Workload, progress: Any = None) -> dict[str, 
     t0 = time.perf_counter()
     try:
         if cell.policy == CEILING:
-            ceiling = infinite_pool_ceiling(workload, cell.page_size)
+            ceiling = infinite_pool_ceiling(workload, cell.page_size, cell.timing_spec())
             return ceiling_row(cell, ceiling.hit_rate, time.perf_counter() - t0)
         timing = cell.timing_spec()
         if cell.policy == ORACLE:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from radix_evict.cache.pool import KVPool
+from radix_evict.cache.allocator import Allocator
 from radix_evict.cache.radix_cache import RadixCache
 from radix_evict.sim.tally import Tally
 from radix_evict.sim.timed.arrivals import arrivals_for
@@ -17,7 +17,7 @@ from radix_evict.sim.workloads import Request, Workload
 __all__ = ["serve"]
 
 
-def serve(workload: Workload, cache: RadixCache, pool: KVPool, page_size: int,
+def serve(workload: Workload, cache: RadixCache, pool: Allocator, page_size: int,
           timing: TimingSpec, tally: Tally, *, split_prompt: bool = True,
           progress: Callable[[int, int], None] | None = None,
           on_admit: Callable[[Request], None] | None = None,

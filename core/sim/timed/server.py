@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from radix_evict.cache.pool import KVPool
+from radix_evict.cache.allocator import Allocator
 from radix_evict.cache.radix_cache import RadixCache
 from radix_evict.sim.tally import Tally
 from radix_evict.sim.timed.arrivals import Arrivals
@@ -187,7 +187,7 @@ class _Job:
 class Server:
     """Serve ``arrivals`` on ``cache``/``pool``; :meth:`run` returns every request's record."""
 
-    def __init__(self, cache: RadixCache, pool: KVPool, page_size: int, cost: CostModel,
+    def __init__(self, cache: RadixCache, pool: Allocator, page_size: int, cost: CostModel,
                  arrivals: Arrivals, spec: SchedulerSpec, tally: Tally,
                  split_prompt: bool = True,
                  progress: Callable[[int, int], None] | None = None, total: int = 0,
