@@ -68,6 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                      help="replay only the first N requests of each trace (0 = all)")
     fig.add_argument("--plot-only", action="store_true",
                      help="redraw the plot and tables from the existing results.json")
+    fig.add_argument("--timed-only", action="store_true",
+                     help="re-measure only the timed verdict's run into results.json")
     swp = sub.add_parser("sweep-figure", help="run the Sweeps page's sweep: rows, plot, table")
     swp.add_argument("--plot-only", action="store_true",
                      help="redraw the plot and the table from the committed rows")
@@ -86,6 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.what == "figures":
         if args.plot_only:
             results = figures.load_results()
+        elif args.timed_only:
+            results = figures.load_results()
+            results["timed"] = figures.measure_timed()
+            figures.RESULTS.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+            print(f"wrote {figures.RESULTS.relative_to(ROOT)}", file=sys.stderr)
         else:
             t0 = time.perf_counter()
             results = figures.measure(args.trace_limit)

@@ -52,12 +52,21 @@ def figure_runs(trace_limit: int = 0) -> list[Run]:
     ]
 
 
-def run_simulate(run: Run) -> tuple[dict[str, Any], float, str]:
+# The timed verdict (docs/choosing.md): lru and tlru in the timed replay, one H100, the
+# conversation trace's first 4,000 requests stretched 6x (about 65% busy).
+TIMED_RUN = Run(
+    "timed-conversation", "Mooncake conversation trace, timed replay",
+    ("--timing", "--trace", f"{TRACES}/mooncake_conversation_trace.jsonl", "--param",
+     "limit=4000", "--page-size", str(TRACE_PAGE_SIZE), "--pool-tokens", str(TRACE_POOL_TOKENS),
+     "--time-scale", "6", "-p", "lru", "-p", "tlru", "--objective", "ttft-p99"))
+
+
+def run_simulate(run: Run, oracle: bool = True) -> tuple[dict[str, Any], float, str]:
     """Run the CLI exactly as a user would; returns (its JSON, seconds, command shown).
 
-    ``--oracle`` adds the offline bound and the infinite-pool ceiling to every run.
+    ``--oracle`` adds the offline bound and the infinite-pool ceiling (the figure runs).
     """
-    args = ["simulate", *run.args, "--oracle", "--json", "--no-progress"]
+    args = ["simulate", *run.args, *(["--oracle"] if oracle else []), "--json", "--no-progress"]
     cmd = [sys.executable, "-c", "from radix_evict.cli import main; main()", *args]
     env = {**os.environ, "RADIX_EVICT_PLUGINS": ""}
     t0 = time.perf_counter()
@@ -91,7 +100,19 @@ def measure(trace_limit: int = 0, only: Iterable[str] | None = None) -> dict[str
         "radix_evict_version": __version__,
         "trace_limit": trace_limit,
         "runs": runs,
+        "timed": measure_timed(),
     }
+
+
+def measure_timed() -> dict[str, Any]:
+    """The timed verdict's run (:data:`TIMED_RUN`), as ``results["timed"]``."""
+    print(f"running {TIMED_RUN.key} ...", file=sys.stderr, flush=True)
+    data, elapsed, shown = run_simulate(TIMED_RUN, oracle=False)
+    for r in data.get("results", []):
+        r.pop("workload_info", None)
+    print(f"  {TIMED_RUN.key}: {elapsed:.1f} s", file=sys.stderr, flush=True)
+    return {"key": TIMED_RUN.key, "title": TIMED_RUN.title, "command": shown,
+            "elapsed_s": round(elapsed, 2), "simulate": data}
 
 
 def load_results(path: Path = RESULTS) -> dict[str, Any]:

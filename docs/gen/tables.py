@@ -218,7 +218,32 @@ def choosing_sections(results: Mapping[str, Any]) -> dict[str, str]:
         "hit-rates": "\n".join(_pivot(runs)),
         "lru-verdict": "\n".join(lru_verdict(r) for r in runs),
         "tables": "\n".join(tables).rstrip(),
+        "timed-verdict": "\n".join(timed_verdict(results.get("timed"))),
     }
+
+
+def timed_verdict(timed: Mapping[str, Any] | None) -> list[str]:
+    """The timed replay's table (hit rate next to TTFT) and what each objective picks."""
+    if not timed:
+        return ["(not measured: run `python docs/generate.py figures --timed-only`)"]
+    sim = timed["simulate"]
+    res = sim["results"]
+    lru = next((r for r in res if r["policy"] == "lru"), res[0])
+    lines = [f"{code(timed['command'])}", "",
+             "| policy | hit rate | TTFT p50 | TTFT p90 | TTFT p99 | p99 vs lru |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in res:
+        t = r["ttft_ms"]
+        vs = t["p99"] / lru["ttft_ms"]["p99"] - 1 if lru["ttft_ms"]["p99"] else 0.0
+        lines.append(f"| {r['label']} | {_pct(r['hit_rate'])} | {t['p50']:,.0f} ms | "
+                     f"{t['p90']:,.0f} ms | {t['p99']:,.0f} ms | {100 * vs:+.1f}% |")
+    by_hits = max(res, key=lambda r: r["hit_rate"])["label"]
+    by_ttft = min(res, key=lambda r: r["ttft_ms"]["p99"])["label"]
+    agree = "the two rankings agree" if by_hits == by_ttft else "the two rankings disagree"
+    lines += ["", f"Ranked by hit rate: **{by_hits}**; ranked by p99 TTFT: **{by_ttft}**: "
+              f"{agree}. simulate's recommendation ({sim['objective']}): "
+              f"{sim['recommendation']['reason']}."]
+    return lines
 
 
 def quickstart_sections(results: Mapping[str, Any]) -> dict[str, str]:
