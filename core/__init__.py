@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from radix_evict.cache.compiled import stale_modules
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and readers
+    from radix_evict.cache.context import RequestContext
     from radix_evict.cache.pool import Allocator, KVPool
     from radix_evict.cache.radix_cache import MatchResult, RadixCache
     from radix_evict.cache.stats import CacheStats
@@ -45,6 +46,7 @@ _LAZY = {
     "KVPool": "radix_evict.cache.pool",
     "MatchResult": "radix_evict.cache.radix_cache",
     "RadixCache": "radix_evict.cache.radix_cache",
+    "RequestContext": "radix_evict.cache.context",
     "CacheStats": "radix_evict.cache.stats",
     "TreeNode": "radix_evict.cache.tree",
     "CacheBusyError": "radix_evict.errors",
@@ -105,6 +107,7 @@ __all__ = [
     "PolicySpec",
     "RadixCache",
     "RadixEvictError",
+    "RequestContext",
     "TreeNode",
     "__version__",
     "hookimpl",

@@ -167,19 +167,23 @@ class RadixCache:
         return self._num_nodes
 
     # ------------------------------------------------------------------ match
-    def match_prefix(self, tokens: TokenKey) -> MatchResult:
-        """The longest cached page-aligned prefix of ``tokens``; stamps its path as used."""
+    def match_prefix(self, tokens: TokenKey, context: Any = None) -> MatchResult:
+        """The longest cached page-aligned prefix of ``tokens``; stamps its path as used.
+
+        ``context`` (a :class:`~radix_evict.cache.context.RequestContext`) is
+        recorded on the matched path's nodes before the policy hears of the hit.
+        """
         me = get_ident()
         if self._busy:
             raise self._refuse("match_prefix", me)
         self._busy = me
         self._busy_op = "match_prefix"
         try:
-            return self._match_prefix(tokens)
+            return self._match_prefix(tokens, context)
         finally:
             self._busy = 0
 
-    def _match_prefix(self, tokens: TokenKey) -> MatchResult:
+    def _match_prefix(self, tokens: TokenKey, context: Any = None) -> MatchResult:
         arr = as_token_array(tokens)
         P = self.page_size
         n = len(arr) // P * P
@@ -194,6 +198,7 @@ class RadixCache:
         path: list[TreeNode] = []
         split: _Split | None = None
         times: list[float] | None = None
+        contexts: list[Any] | None = None
         off = 0
         try:
             if n:
@@ -225,6 +230,10 @@ class RadixCache:
             on_hit = self._on_hit
             if offered is not None or on_hit is not None:
                 times = [x.last_access_time for x in path]  # for the undo below
+            if context is not None:
+                contexts = [x.context for x in path]
+                for x in path:
+                    x.context = context
             self._stamp(path)
             if on_hit is not None:
                 for x in path:
@@ -235,6 +244,9 @@ class RadixCache:
             if times is not None:
                 for x, t in zip(path, times, strict=True):
                     x.last_access_time = t
+            if contexts is not None:
+                for x, c in zip(path, contexts, strict=True):
+                    x.context = c
             root.last_access_time = root_time
             if split is not None and split.node.parent is not None:
                 self._unsplit(split)
@@ -271,12 +283,15 @@ class RadixCache:
         priority: SupportsIndex | None = 0,
         prev_prefix_len: SupportsIndex = 0,
         inserted_len: SupportsIndex = 0,
+        context: Any = None,
     ) -> int:
         """Cache ``tokens`` whose KV sits in ``indices``; return tokens already cached.
 
         The cache takes the page-aligned slots it keeps and frees
         ``indices[prev_prefix_len:matched]`` itself: that KV duplicates what the
         tree already holds. Slots past the page-aligned length stay the caller's.
+        ``context`` (a :class:`~radix_evict.cache.context.RequestContext`) is
+        recorded on every node the insert walks or creates.
         """
         me = get_ident()
         if self._busy:
@@ -284,7 +299,8 @@ class RadixCache:
         self._busy = me
         self._busy_op = "insert"
         try:
-            return self._insert(tokens, indices, priority, prev_prefix_len, inserted_len)
+            return self._insert(tokens, indices, priority, prev_prefix_len, inserted_len,
+                                context)
         finally:
             self._busy = 0
 
@@ -295,6 +311,7 @@ class RadixCache:
         priority: SupportsIndex | None,
         prev_prefix_len: SupportsIndex,
         inserted_len: SupportsIndex,
+        context: Any = None,
     ) -> int:
         arr = as_token_array(tokens)
         L = len(arr)
@@ -354,7 +371,7 @@ class RadixCache:
         clock0 = self._clock
         root = self._root
         root_time = root.last_access_time
-        touched: list[tuple[TreeNode, float, int, int]] = []
+        touched: list[tuple[TreeNode, float, int, int, Any]] = []
         split: _Split | None = None
         leaf: TreeNode | None = None
         raised: list[tuple[TreeNode, int]] = []
@@ -364,7 +381,8 @@ class RadixCache:
             node = root
             last = len(path) - 1
             for i, child in enumerate(path):
-                touched.append((child, child.last_access_time, child.priority, child.hit_count))
+                touched.append((child, child.last_access_time, child.priority, child.hit_count,
+                                child.context))
                 clock += 1
                 child.last_access_time = clock
                 if i == last and split_at:
@@ -372,6 +390,8 @@ class RadixCache:
                     split = _Split(child)
                     child = self._split(child, split_at)
                     clock = self._clock
+                if context is not None:
+                    child.context = context  # (after a split: the head, which the key covers)
                 if child.priority < prio:
                     child.priority = prio
                 if child.prefix_len > done:
@@ -381,6 +401,7 @@ class RadixCache:
                 value = self._slots.node_entries(claimed, matched - lo, n - lo)
                 leaf = TreeNode(node, kv[off:].tobytes(), value, clock + 1, prio)
                 leaf.creation_time = clock + 2
+                leaf.context = context
                 clock += 2
                 if n > done:
                     leaf.hit_count = 1
@@ -408,8 +429,8 @@ class RadixCache:
                     x.history_len = old
             if split is not None and split.node.parent is not None:
                 self._unsplit(split)
-            for x, t, p, h in reversed(touched):
-                x.last_access_time, x.priority, x.hit_count = t, p, h
+            for x, t, p, h, c in reversed(touched):
+                x.last_access_time, x.priority, x.hit_count, x.context = t, p, h, c
             root.last_access_time = root_time
             self._clock = clock0
             raise
@@ -447,6 +468,7 @@ class RadixCache:
         head.hit_count = child.hit_count
         head.lock_ref = child.lock_ref
         head.history_len = child.history_len
+        head.context = child.context
         pb = self.page_size * TOKEN_BYTES
         child.key_bytes = ck[cut:]
         child.num_tokens -= m

@@ -27,12 +27,15 @@ class TreeNode:
     Fields a policy may read: ``last_access_time``, ``creation_time``,
     ``hit_count``, ``priority``, ``num_tokens``, ``prefix_len`` (tokens from the
     root through this node), ``history_len`` (the branch's high-water prefix
-    length), ``lock_ref``, ``parent``, ``children``.
+    length), ``lock_ref``, ``parent``, ``children``, and ``context``: the
+    :class:`~radix_evict.cache.context.RequestContext` of the last request that
+    matched or inserted through it (None where callers give none).
     """
 
     __slots__ = (
         "_heap_seq",
         "children",
+        "context",
         "creation_time",
         "history_len",
         "hit_count",
@@ -66,6 +69,7 @@ class TreeNode:
         self.hit_count = 0
         self.priority = priority
         self.lock_ref = 0
+        self.context: Any = None  # a RequestContext (not imported: the tree stays standalone)
         self._heap_seq = -1
 
     @property

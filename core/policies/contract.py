@@ -81,6 +81,11 @@ class EvictionPolicy(Generic[ConfigT]):
     # comes from the replay's prompt checkpoint insert at priority + 1, so the
     # simulator's winner rule passes it over (radix_evict.sim.winner).
     orders_by_priority: ClassVar[bool] = False
+    # True for a policy that reads ``node.context`` (a RequestContext: the request's
+    # session, turn, kind, arrival, output length): callers that know their requests
+    # (the simulator, the serving integrations) build and pass one only then, so a
+    # policy that ignores it costs nothing more.
+    uses_context: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -61,6 +61,7 @@ __all__ = [
 ]
 
 ProgressFn = Callable[[int, int], None]
+ContextFn = Callable[[Request], Any]  # a request's RequestContext (Workload.context_of)
 
 TIMELINE_POINTS = 50
 PROGRESS_STEPS = 200
@@ -126,11 +127,13 @@ class _Loop:
     1% of a request's cache time.
     """
 
-    def __init__(self, s: _Setup, tally: Tally, split_prompt: bool) -> None:
+    def __init__(self, s: _Setup, tally: Tally, split_prompt: bool,
+                 contexts: ContextFn | None = None) -> None:
         self.cache, self.pool, self.P = s.cache, s.pool, s.page_size
         self.tally = tally
         self.split_prompt = split_prompt
-        self.state: dict[str, tuple[int, Any, torch.Tensor] | None] = {}
+        self.contexts = contexts  # only for a policy that reads node.context
+        self.state: dict[str, tuple[int, Any, torch.Tensor, Any] | None] = {}
         self.empty = torch.empty((0,), dtype=torch.int64)
         self.t_cache = self.t_evict = 0.0
 
@@ -139,8 +142,9 @@ class _Loop:
         cache, pool, P, tally, cpu = self.cache, self.pool, self.P, self.tally, time.thread_time
         prompt = req.prompt
         plen = len(prompt)
+        ctx = self.contexts(req) if self.contexts is not None else None
         t0 = cpu()
-        m = cache.match_prefix(prompt)
+        m = cache.match_prefix(prompt, ctx)
         hit = m.prefix_len
         node = m.last_node
         cache.inc_lock_ref(node)
@@ -163,7 +167,7 @@ class _Loop:
         # numpy joins the row: torch.cat of large cpu tensors wakes torch's thread
         # pool, which costs far more than the copy on a busy machine.
         row = torch.from_numpy(np.concatenate([prefix.numpy(), new.numpy()]))
-        self.state[req.rid] = (hit, node, row)
+        self.state[req.rid] = (hit, node, row, ctx)
         tally.record(req, plen, hit, now, admitted=True)
 
     def finish(self, req: Request) -> None:
@@ -172,7 +176,7 @@ class _Loop:
         if st is None:
             return
         cache, P = self.cache, self.P
-        hit, node, row = st
+        hit, node, row, ctx = st
         full = req.tokens()
         plen = len(req.prompt)
         L = len(full) // P * P
@@ -181,9 +185,11 @@ class _Loop:
         prio = req.priority
         t0 = time.thread_time()
         if L:
-            cache.insert(full[:L], row[:L], priority=prio, prev_prefix_len=hit, inserted_len=0)
+            cache.insert(full[:L], row[:L], priority=prio, prev_prefix_len=hit, inserted_len=0,
+                         context=ctx)
         if pk is not None:
-            cache.insert(pk, row[:Lp], priority=prio + 1, prev_prefix_len=Lp, inserted_len=Lp)
+            cache.insert(pk, row[:Lp], priority=prio + 1, prev_prefix_len=Lp, inserted_len=Lp,
+                         context=ctx)
         if len(row) > L:
             self.pool.free(row[L:])
         cache.dec_lock_ref(node)
@@ -303,15 +309,23 @@ def replay(
         from radix_evict.sim.timed.run import serve
 
         figures, times = serve(workload, s.cache, s.pool, s.page_size, timing, tally,
-                               split_prompt=split_prompt, progress=progress, on_admit=on_admit)
+                               split_prompt=split_prompt, progress=progress, on_admit=on_admit,
+                               contexts=contexts_for(workload, s.cache))
         _check_accounting(s.cache, s.pool, s.pool_size)
         result = _result(workload, s, tally, times, label, workload_info)
         result.timing = figures
         return result
-    loop = _Loop(s, tally, split_prompt)
+    loop = _Loop(s, tally, split_prompt, contexts_for(workload, s.cache))
     _, wall = _drive(workload, loop, progress)
     _check_accounting(s.cache, s.pool, s.pool_size)
     return _result(workload, s, tally, (loop.t_cache, loop.t_evict, wall), label, workload_info)
+
+
+def contexts_for(workload: Workload, cache: RadixCache) -> ContextFn | None:
+    """The workload's request contexts, when the cache's policy reads them (else None: free)."""
+    if getattr(cache.policy, "uses_context", False):
+        return workload.context_of
+    return None
 
 
 def _check_accounting(cache: RadixCache, pool: KVPool, pool_size: int) -> None:

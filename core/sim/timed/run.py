@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from radix_evict.cache.allocator import Allocator
 from radix_evict.cache.radix_cache import RadixCache
@@ -21,6 +22,7 @@ def serve(workload: Workload, cache: RadixCache, pool: Allocator, page_size: int
           timing: TimingSpec, tally: Tally, *, split_prompt: bool = True,
           progress: Callable[[int, int], None] | None = None,
           on_admit: Callable[[Request], None] | None = None,
+          contexts: Callable[[Request], Any] | None = None,
           ) -> tuple[TimedFigures, tuple[float, float, float]]:
     """Serve ``workload``; its figures and (run CPU s, evict CPU s, wall s).
 
@@ -32,7 +34,7 @@ def serve(workload: Workload, cache: RadixCache, pool: Allocator, page_size: int
     arrivals = arrivals_for(workload, timing.arrivals)
     server = Server(cache, pool, page_size, timing.cost_model, arrivals, timing.scheduler,
                     tally, split_prompt=split_prompt, progress=progress,
-                    total=workload.num_requests, on_admit=on_admit)
+                    total=workload.num_requests, on_admit=on_admit, contexts=contexts)
     wall0, cpu0 = time.perf_counter(), time.thread_time()
     records = server.run()
     cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0

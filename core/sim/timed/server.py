@@ -140,6 +140,7 @@ class _Job:
         "admitted",
         "arrival",
         "chunk",
+        "ctx",
         "end_step",
         "first_token",
         "full",
@@ -182,6 +183,7 @@ class _Job:
         self.chunk = 0  # tokens this prefill batch computes for it
         self.gen = 0  # bumped on retraction: stale heap entries are skipped
         self.long = False  # joined the decode batch with more than the clip to go
+        self.ctx: Any = None  # its RequestContext, when the policy reads them
 
 
 class Server:
@@ -191,7 +193,8 @@ class Server:
                  arrivals: Arrivals, spec: SchedulerSpec, tally: Tally,
                  split_prompt: bool = True,
                  progress: Callable[[int, int], None] | None = None, total: int = 0,
-                 on_admit: Callable[[Request], None] | None = None) -> None:
+                 on_admit: Callable[[Request], None] | None = None,
+                 contexts: Callable[[Request], Any] | None = None) -> None:
         self.cache, self.pool, self.P = cache, pool, page_size
         self.pool_size = pool.available_size() + cache.evictable_size()
         self.cost, self.arrivals, self.spec, self.tally = cost, arrivals, spec, tally
@@ -224,6 +227,7 @@ class Server:
         self.ratio_decay = (INIT_NEW_TOKEN_RATIO - self.min_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS
         self.progress = progress
         self.on_admit = on_admit
+        self.contexts = contexts  # a RequestContext per request, for a policy that reads them
         self.total = total
         self.progress_every = max(1, total // 200)
 
@@ -285,6 +289,8 @@ class Server:
         while arrivals.next_time() <= now:
             t = arrivals.next_time()
             job = _Job(arrivals.pop(), t)
+            if self.contexts is not None:
+                job.ctx = self.contexts(job.req)
             need = self._pages(job.plen + job.olen)
             if need > self.pool_size:
                 self._refuse(job, f"needs {need:,} slots (prompt {job.plen:,} + output "
@@ -303,7 +309,7 @@ class Server:
         At most ``target - 1`` tokens, as SGLang: one token is always computed,
         for the logits of the next one.
         """
-        m = self.cache.match_prefix(job.full[: max(0, job.target - 1)])
+        m = self.cache.match_prefix(job.full[: max(0, job.target - 1)], job.ctx)
         self.cache.inc_lock_ref(m.last_node)
         job.node, job.row = m.last_node, m.indices.numpy()
         job.tree_len = job.prefilled = m.prefix_len
@@ -443,8 +449,8 @@ class Server:
         assert row is not None
         key = job.full[:aligned]
         cache.insert(key, torch.from_numpy(row[:aligned]), priority=job.req.priority,
-                     prev_prefix_len=job.tree_len)
-        m = cache.match_prefix(key)
+                     prev_prefix_len=job.tree_len, context=job.ctx)
+        m = cache.match_prefix(key, job.ctx)
         cache.inc_lock_ref(m.last_node)
         cache.dec_lock_ref(job.node)
         job.node = m.last_node
@@ -615,10 +621,11 @@ class Server:
         prio = job.req.priority
         trow = torch.from_numpy(row)
         if job.tree_len < L:
-            cache.insert(job.full[:L], trow[:L], priority=prio, prev_prefix_len=job.tree_len)
+            cache.insert(job.full[:L], trow[:L], priority=prio, prev_prefix_len=job.tree_len,
+                         context=job.ctx)
         if self.split_prompt and 0 < Lp < L:
             cache.insert(job.full[:Lp], trow[:Lp], priority=prio + 1, prev_prefix_len=Lp,
-                         inserted_len=Lp)
+                         inserted_len=Lp, context=job.ctx)
         keep = max(L, job.tree_len)
         if len(row) > keep:
             self.pool.free(trow[keep:])

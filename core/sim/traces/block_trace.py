@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from radix_evict.cache.context import RequestContext
 from radix_evict.sim.workloads import Event, Request, TraceParams, Workload
 from radix_evict.sim.workloads.trace import DEFAULT_POOL_TOKENS, TraceError
 
@@ -40,6 +41,7 @@ class BlockRow:
     output_length: int
     hash_ids: npt.NDArray[np.int64]
     parent: int = -1  # row index of the request whose tokens this prompt starts with
+    kind: str | None = None  # the record's request type, where the format has one
 
 
 class BlockTrace(Workload):
@@ -134,6 +136,15 @@ class BlockTrace(Workload):
         il = self.rows[i].input_length
         return Request(f"r{i}", full[:il], full[il:], 0, arrival, self._root[i], self._turn[i],
                        "trace", full)
+
+    def context_of(self, req: Request) -> RequestContext:
+        """Its conversation (the first turn's row), the turn it continues and its turn, its
+        type where the format records one, its arrival and output length."""
+        i = int(req.rid[1:])
+        row = self.rows[i]
+        return RequestContext(session=self._root[i], parent=row.parent if row.parent >= 0 else None,
+                              turn=self._turn[i], kind=row.kind, arrival=req.arrival,
+                              output_len=row.output_length, rid=req.rid)
 
     def _reset(self) -> None:
         """Forget kept arrays: a new pass over the requests starts with every child to come."""

@@ -67,7 +67,8 @@ def _records(path: str, fields: tuple[str, ...], limit: int) -> Any:
 class BailianFormat(TraceFormat):
     """Alibaba Bailian (Qwen) traces: linked chat turns in 16-token blocks.
 
-    ``timestamp`` is in seconds; ``parent_chat_id`` is -1 for a conversation's
+    ``timestamp`` is in seconds; ``type`` (optional) is the request's kind;
+    ``parent_chat_id`` is -1 for a conversation's
     first turn, else the ``chat_id`` of the turn it continues, whose prompt
     and reply the new prompt then starts with. A parent that is not in the
     file (a trace cut out of a longer one) leaves the turn unlinked; the
@@ -101,8 +102,10 @@ class BailianFormat(TraceFormat):
             if parent >= 0:
                 link = row_of.get(parent, -1)
                 unlinked += link < 0
+            kind = rec.get("type")  # text, image, file, search...: optional in the format
             row_of[chat] = len(rows)
-            rows.append(BlockRow(float(ts), il, ol, blocks, link))
+            rows.append(BlockRow(float(ts), il, ol, blocks, link,
+                                 str(kind) if kind is not None else None))
         return BlockTrace(path, self.name, rows, params, {"unlinked_turns": unlinked})
 
 

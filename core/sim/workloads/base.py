@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from radix_evict.cache.args import check_int, check_number
+from radix_evict.cache.context import RequestContext
 from radix_evict.errors import RadixEvictError
 from radix_evict.policies.derive import WorkloadStats
 
@@ -219,6 +220,18 @@ class Workload(ABC):
                                    np.asarray(growth, dtype=np.int64), what)
             self._stats = cached
         return cached
+
+    def context_of(self, req: Request) -> RequestContext:
+        """What ``req`` tells a policy about itself (``node.context``), as far as it is known.
+
+        The default fills everything a built-in workload knows: its session,
+        the turn before it, its turn, kind, priority, arrival and output
+        length. A trace format overrides it to give what its records carry.
+        """
+        parent = f"s{req.session}t{req.turn - 1}" if req.turn > 0 else None
+        return RequestContext(session=req.session, parent=parent, turn=req.turn,
+                              kind=req.kind, priority=req.priority, arrival=req.arrival,
+                              output_len=len(req.output), rid=req.rid)
 
     def requests(self) -> Iterator[Request]:
         """Just the arriving requests, in arrival order."""

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from radix_evict.cache.args import is_integer
+from radix_evict.cache.context import RequestContext
 from radix_evict.errors import RadixEvictError
 from radix_evict.inputs import TRACE_BYTES, InputFileError, open_lines
 from radix_evict.sim.workloads.base import (
@@ -288,6 +289,10 @@ class MooncakeTrace(Workload):
         while finishes:
             done, _, j = pop(finishes)
             yield Event(done, "finish", live.pop(j))
+
+    def context_of(self, req: Request) -> RequestContext:
+        """A Mooncake record carries its timestamp and lengths, no session: only those."""
+        return RequestContext(arrival=req.arrival, output_len=len(req.output), rid=req.rid)
 
     def growth_samples(self) -> tuple[npt.NDArray[np.int64], str]:
         """Tokens past the longest block prefix any earlier request had (infinite-cache misses).
