@@ -198,7 +198,7 @@ class RadixCache:
         path: list[TreeNode] = []
         split: _Split | None = None
         times: list[float] | None = None
-        contexts: list[Any] | None = None
+        contexts: list[object] | None = None
         off = 0
         try:
             if n:
@@ -371,7 +371,7 @@ class RadixCache:
         clock0 = self._clock
         root = self._root
         root_time = root.last_access_time
-        touched: list[tuple[TreeNode, float, int, int, Any]] = []
+        touched: list[tuple[TreeNode, float, int, int, object]] = []
         split: _Split | None = None
         leaf: TreeNode | None = None
         raised: list[tuple[TreeNode, int]] = []

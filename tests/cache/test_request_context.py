@@ -50,7 +50,7 @@ def test_insert_and_match_record_the_context_on_their_path() -> None:
     assert policy.inserted == [a]
     (leaf,) = cache.root.children.values()
     assert leaf.context is a
-    _fill(cache, pool, list(range(6)) + [50, 51], b)  # splits after 6 tokens
+    _fill(cache, pool, [*range(6), 50, 51], b)  # splits after 6 tokens
     head = leaf.parent
     assert head is not None and head is not cache.root
     assert head.context is b  # the key covered the head

@@ -41,7 +41,10 @@ def test_timing_json_has_the_spec_keys_per_result_and_at_top_level() -> None:
 def test_objective_ttft_picks_the_lowest_p99_and_says_so() -> None:
     data = run_json(*SMALL, "--timing", "--max-running", "4", "--objective", "ttft-p99")
     rows = {r["label"]: r for r in data["results"]}
-    best = min(rows, key=lambda k: rows[k]["ttft_ms"]["p99"])
+    # the rule: lowest p99 TTFT, equal ones to the higher hit rate (priority sits out: one
+    # priority in this workload, see radix_evict.sim.winner.checkpoint_only)
+    best = min((k for k in rows if k != "priority"),
+               key=lambda k: (rows[k]["ttft_ms"]["p99"], -rows[k]["hit_rate"]))
     assert data["recommendation"]["policy"] == best
     assert "objective: ttft-p99" in data["recommendation"]["reason"]
 

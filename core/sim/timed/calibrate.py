@@ -8,9 +8,9 @@ column, ``prefill`` or ``decode``, is optional):
 - a decode step (``uncached`` 0 when there is no ``kind``): ``batch``
   requests reading ``cached`` context tokens in all.
 
-Each part is a non-negative least-squares fit of the cost model's three
-terms (every subset of the terms is solved and the best one with no negative
-coefficient kept: exact for three unknowns). The error is reported per part,
+Each part is a non-negative least-squares fit of the cost model's terms
+(every subset of the terms is solved and the best one with no negative
+coefficient kept: exact for so few unknowns). The error is reported per part,
 in percent of the measured times, so a user sees how far to trust the model.
 """
 
@@ -122,7 +122,7 @@ def _design(points: Sequence[Point], kind: str) -> tuple[np.ndarray, np.ndarray]
     for p in points:
         if kind == "prefill":  # the batch's pairs, its requests taken as equal
             per = attention_pairs(p.cached // p.batch, p.uncached // p.batch)
-            rows.append((1.0, p.uncached, per * p.batch / 1e6))
+            rows.append((1.0, p.uncached, per * p.batch / 1e6, p.cached / 1e3))
         else:
             rows.append((1.0, p.batch, p.cached / 1e3))
     return np.asarray(rows, dtype=np.float64), np.asarray([p.ms for p in points])
@@ -156,7 +156,8 @@ def fit(points: Sequence[Point], name: str = "calibrated", source: str = ""
     pf, dc = coefs["prefill"], coefs["decode"]
     model = from_mapping({
         "name": name, "source": source,
-        "prefill": {"base_ms": pf[0], "per_token_ms": pf[1], "per_mpair_ms": pf[2]},
+        "prefill": {"base_ms": pf[0], "per_token_ms": pf[1], "per_mpair_ms": pf[2],
+                    "per_cached_ktoken_ms": pf[3]},
         "decode": {"base_ms": dc[0], "per_request_ms": dc[1], "per_ktoken_ms": dc[2]},
     }, "fit")
     return model, errors

@@ -1,9 +1,11 @@
 """How long a server step takes: the timed replay's cost model, its presets and its files.
 
 A prefill batch costs a fixed launch overhead, a per-token term (the
-weights' matmuls) and an attention term: a new token at position ``c + j``
+weights' matmuls), an attention term (a new token at position ``c + j``
 attends to ``c + j`` earlier tokens, so a request with ``c`` cached and ``u``
-uncached tokens reads ``u * c + u * (u + 1) / 2`` (token, context) pairs. A
+uncached tokens reads ``u * c + u * (u + 1) / 2`` (token, context) pairs) and
+a term per cached token (its KV fetched once for the batch; 0 where the
+attention term already covers it, as on a GPU with fused attention). A
 decode step costs an overhead, a per-request term and a term per context
 token read (the KV of every running request). Millisecond coefficients; the
 attention and context terms per million pairs and per thousand tokens, so
@@ -56,12 +58,15 @@ class _Strict(BaseModel):
 
 
 class PrefillCost(_Strict):
-    """One prefill batch: ``base_ms + per_token_ms * new + per_mpair_ms * pairs / 1e6``."""
+    """One prefill batch: ``base_ms + per_token_ms * new + per_mpair_ms * pairs / 1e6
+    + per_cached_ktoken_ms * cached / 1e3``."""
 
     base_ms: float = Field(ge=0, description="fixed cost of a prefill batch (launch, sampling)")
     per_token_ms: float = Field(ge=0, description="per uncached (prefilled) token")
     per_mpair_ms: float = Field(
         0.0, ge=0, description="per million (new token, earlier token) attention pairs")
+    per_cached_ktoken_ms: float = Field(
+        0.0, ge=0, description="per thousand cached tokens the batch's requests start from")
 
 
 class DecodeCost(_Strict):
@@ -81,10 +86,12 @@ class CostModel(_Strict):
     prefill: PrefillCost
     decode: DecodeCost
 
-    def prefill_ms(self, new: int, pairs: float) -> float:
-        """A prefill batch of ``new`` tokens in all making ``pairs`` attention pairs in all."""
+    def prefill_ms(self, new: int, pairs: float, cached: int = 0) -> float:
+        """A prefill batch of ``new`` tokens in all making ``pairs`` attention pairs in all,
+        its requests starting from ``cached`` tokens in all."""
         p = self.prefill
-        return p.base_ms + p.per_token_ms * new + p.per_mpair_ms * pairs * 1e-6
+        return (p.base_ms + p.per_token_ms * new + p.per_mpair_ms * pairs * 1e-6
+                + p.per_cached_ktoken_ms * cached * 1e-3)
 
     def decode_ms(self, batch: int, context: int, steps: int = 1) -> float:
         """``steps`` decode steps of ``batch`` requests reading ``context`` tokens at the first.
@@ -156,8 +163,8 @@ def from_mapping(data: dict[str, Any], where: str) -> CostModel:
         )
         raise CostModelError(
             f"cost model {where}: {problems} (keys: name, source, prefill.base_ms, "
-            "prefill.per_token_ms, prefill.per_mpair_ms, decode.base_ms, "
-            "decode.per_request_ms, decode.per_ktoken_ms)"
+            "prefill.per_token_ms, prefill.per_mpair_ms, prefill.per_cached_ktoken_ms, "
+            "decode.base_ms, decode.per_request_ms, decode.per_ktoken_ms)"
         ) from None
 
 

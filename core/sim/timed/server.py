@@ -421,7 +421,8 @@ class Server:
         """Run one prefill batch; finished prompts emit their first token and start decoding."""
         new = sum(j.chunk for j in batch)
         pairs = sum(attention_pairs(j.prefilled, j.chunk) for j in batch)
-        self._advance(self.cost.prefill_ms(new, pairs) / 1e3)
+        cached = sum(j.prefilled for j in batch)
+        self._advance(self.cost.prefill_ms(new, pairs, cached) / 1e3)
         for job in batch:
             job.prefilled += job.chunk
             job.chunk = 0
