@@ -32,7 +32,8 @@ def parse_vary(values: Sequence[str]) -> dict[str, dict[str, list[object]]]:
     return out
 
 
-def _counts(values: Sequence[str], option: str) -> list[int] | None:
+def count_values(values: Sequence[str], option: str) -> list[int] | None:
+    """Every ``N1,N2`` / range value of a repeatable count option; usage errors name it."""
     if not values:
         return None
     try:
@@ -62,11 +63,11 @@ def parts_from_options(
     return GridParts(
         policies=_names(policies),
         vary=parse_vary(vary),
-        pool_tokens=_counts(pool_tokens, "--pool-tokens"),
-        page_sizes=_counts(page_sizes, "--page-size"),
+        pool_tokens=count_values(pool_tokens, "--pool-tokens"),
+        page_sizes=count_values(page_sizes, "--page-size"),
         workloads=_names(workloads),
         traces=[str(t) for t in traces] or None,
         params=[(p.workload, p.key, p.value) for p in parse_params(params)] or None,
-        seeds=_counts(seeds, "--seeds"),
+        seeds=count_values(seeds, "--seeds"),
         references=True if oracle else None,
     )

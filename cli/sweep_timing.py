@@ -16,10 +16,11 @@ from typing import Annotated, Any
 import typer
 
 from radix_evict.sim.sweep import GridParts, SweepValueError
-from radix_evict.sim.sweep.values import parse_counts, parse_numbers, split_top_level
+from radix_evict.sim.sweep.values import parse_numbers, split_top_level
 
 from .errors import EXIT_USAGE, CliError
 from .simulate_timing import build_timing
+from .sweep_grid import count_values
 
 TimingOpt = Annotated[bool, typer.Option(
     "--timing",
@@ -56,15 +57,6 @@ def _numbers(values: Sequence[str], option: str) -> list[float] | None:
         raise CliError(str(exc), EXIT_USAGE) from None
 
 
-def _counts(values: Sequence[str], option: str) -> list[int] | None:
-    if not values:
-        return None
-    try:
-        return [n for v in values for n in parse_counts(v, option)]
-    except SweepValueError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
-
-
 def timing_options(
     *,
     timing: bool,
@@ -82,7 +74,7 @@ def timing_options(
     models = [n for v in cost_model for n in split_top_level(v) if n]
     return {
         "timing": True if timing else None,
-        "max_running": _counts(max_running, "--max-running"),
+        "max_running": count_values(max_running, "--max-running"),
         "rates": _numbers(rate, "--rate"),
         "cost_models": models or None,
         "concurrency": concurrency,

@@ -262,6 +262,44 @@ class RadixCache:
         indices = self._slots.to_tensor([x.value for x in path])
         return MatchResult(hit, indices, path[-1])
 
+    def lookup(self, tokens: TokenKey) -> MatchResult:
+        """The longest cached page-aligned prefix of ``tokens``, read only.
+
+        Unlike :meth:`match_prefix` it stamps nothing, splits nothing and tells
+        the policy nothing: it is how a caller that has just inserted ``tokens``
+        finds the node the insert ended on and the tree's slots for the prefix
+        (SGLang's unified tree reads them off its insert result) without
+        counting a use. A prefix ending inside a node stops at that node's start.
+        """
+        me = get_ident()
+        if self._busy:
+            raise self._refuse("lookup", me)
+        arr = as_token_array(tokens)
+        P = self.page_size
+        n = len(arr) // P * P
+        path: list[TreeNode] = []
+        off = 0
+        if n:
+            kv = key_view(arr, n)
+            nb = n * TOKEN_BYTES
+            pb = P * TOKEN_BYTES
+            node = self._root
+            while off < nb:
+                child = node.children.get(kv[off : off + pb].tobytes())
+                if child is None:
+                    break
+                ck = child.key_bytes
+                end = off + len(ck)
+                if end > nb or not ck.startswith(kv[off:end]):
+                    break
+                path.append(child)
+                node = child
+                off = end
+        if not path:
+            return MatchResult(0, self._empty, self._root)
+        return MatchResult(off // TOKEN_BYTES, self._slots.to_tensor([x.value for x in path]),
+                           path[-1])
+
     def _stamp(self, path: list[TreeNode]) -> None:
         """One tick for the whole path, as SGLang stamps it.
 

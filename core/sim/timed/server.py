@@ -22,9 +22,9 @@ not modelled):
 - a prompt longer than the chunk budget is prefilled in chunks of
   ``chunked_prefill_size`` tokens, one chunked request at a time;
 - after each prefill (chunk) the computed prompt is inserted into the tree
-  and stays locked (``cache_unfinished_req``): others can hit it while it
-  decodes; at finish prompt and output are inserted and unlocked
-  (``cache_finished_req``);
+  and stays locked (``cache_unfinished_req``, in 0.5.23 ``checkpoint_kv_cache``):
+  others can hit it while it decodes; at finish prompt and output are inserted
+  and unlocked (``cache_finished_req``);
 - decode grows each request one token a step, a page at a time; when the
   pool cannot hold the next steps even after eviction, requests are retracted
   (fewest output tokens first, then the longest prompt), their KV freed, and
@@ -442,16 +442,30 @@ class Server:
                 self._join_decode(job)
 
     def _cache_unfinished(self, job: _Job) -> None:
-        """Insert the computed prompt so others can hit it; lock it for this request."""
+        """Insert the computed prefix so others can hit it; move this request's lock onto it.
+
+        SGLang 0.5.23's ``checkpoint_kv_cache`` on its default (unified) tree: the
+        insert, then the node it ended on and the tree's slots for the prefix, read
+        without counting a use (the legacy tree's re-match would stamp the path a
+        second time). A retracted request prefilling prompt + output again gets the
+        same prompt-boundary insert at priority + 1 as a finish.
+        """
         aligned = job.prefilled // self.P * self.P
         if aligned <= job.tree_len:
             return
         cache, row = self.cache, job.row
         assert row is not None
         key = job.full[:aligned]
-        cache.insert(key, torch.from_numpy(row[:aligned]), priority=job.req.priority,
-                     prev_prefix_len=job.tree_len, context=job.ctx)
-        m = cache.match_prefix(key, job.ctx)
+        trow = torch.from_numpy(row)
+        prio = job.req.priority
+        cache.insert(key, trow[:aligned], priority=prio, prev_prefix_len=job.tree_len,
+                     context=job.ctx)
+        Lp = job.plen // self.P * self.P
+        if self.split_prompt and 0 < Lp < aligned:
+            cache.insert(job.full[:Lp], trow[:Lp], priority=prio + 1, prev_prefix_len=Lp,
+                         inserted_len=Lp, context=job.ctx)
+        m = cache.lookup(key)
+        assert m.prefix_len == aligned  # the insert made the whole path
         cache.inc_lock_ref(m.last_node)
         cache.dec_lock_ref(job.node)
         job.node = m.last_node
