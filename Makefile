@@ -11,11 +11,11 @@ STAMP  := $(VENV)/.installed
 # setup.py compiles these (core/cache/compiled.py lists them): an edit needs a rebuild.
 COMPILED := $(addprefix core/cache/,$(addsuffix .py,args tree eviction ownership slots pool radix_cache))
 
-$(STAMP): pyproject.toml setup.py core/cache/compiled.py $(COMPILED) core/cache/_page_kernel.c plugins_example/pyproject.toml plugins_example/classics/pyproject.toml
+$(STAMP): pyproject.toml setup.py core/cache/compiled.py $(COMPILED) core/cache/_page_kernel.c plugins_example/pyproject.toml plugins_example/classics/pyproject.toml plugins_example/learned/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "torch==2.13.0"
-	$(PIP) install -q -e ".[dev]" -e ./plugins_example -e ./plugins_example/classics
+	$(PIP) install -q -e ".[dev]" -e ./plugins_example -e ./plugins_example/classics -e ./plugins_example/learned
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -71,7 +71,7 @@ typecheck: $(STAMP)
 	$(PY) docs/gen/architecture.py tree $(TYPECHECK_TREE) >/dev/null
 	MYPYPATH=$(TYPECHECK_TREE) $(VENV)/bin/mypy --cache-dir build/typecheck-cache -p radix_evict
 	$(VENV)/bin/mypy --cache-dir build/typecheck-cache setup.py
-	$(VENV)/bin/mypy --cache-dir build/typecheck-cache plugins_example/classics/src
+	$(VENV)/bin/mypy --cache-dir build/typecheck-cache plugins_example/classics/src plugins_example/learned/src
 
 # The architecture's contracts ([tool.importlinter] in pyproject.toml).
 imports: $(STAMP)
@@ -84,6 +84,7 @@ test: lint typecheck imports docs sglang-env vllm-env
 	$(PY) -m pytest -q tests
 	cd plugins_example && ../$(PY) -m pytest -q tests
 	cd plugins_example/classics && ../../$(PY) -m pytest -q tests
+	cd plugins_example/learned && ../../$(PY) -m pytest -q tests
 
 bench: $(STAMP)
 	$(PY) bench/bench_cache.py
