@@ -118,7 +118,7 @@ def _nnls(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _design(points: Sequence[Point], kind: str) -> tuple[np.ndarray, np.ndarray]:
-    rows = []
+    rows: list[tuple[float, ...]] = []  # prefill: 4 terms, decode: 3
     for p in points:
         if kind == "prefill":  # the batch's pairs, its requests taken as equal
             per = attention_pairs(p.cached // p.batch, p.uncached // p.batch)
