@@ -4,7 +4,8 @@ The token tree and its slot storage (``tree``, ``slots``), the KV pool and the
 allocator protocol (``pool``, ``allocator``), the eviction driver
 (``eviction``), :class:`~radix_evict.cache.radix_cache.RadixCache` itself, its
 counters (``stats``) and the list of modules the install compiles
-(``compiled``). Nothing here names a policy. ``__all__`` lists the modules:
+(``compiled``), and the request context a caller may pass (``context``).
+Nothing here names a policy. ``__all__`` lists the modules:
 each one's public names are its own (``radix_evict`` re-exports the API's).
 """
 
@@ -14,6 +15,7 @@ __all__ = [
     "allocator",
     "args",
     "compiled",
+    "context",
     "eviction",
     "metrics",
     "ownership",

@@ -50,7 +50,7 @@ def test_a_bad_config_gets_radix_evicts_messages(vllm: types.ModuleType) -> None
 def test_what_vllm_would_refuse(vllm: types.ModuleType, args: list[str], said: str) -> None:
     code, out = check(*args)
     assert code == 1 and "vLLM would fail to start" in out
-    assert said in out.replace("\n", " ")
+    assert said in " ".join(out.split())  # the terminal wraps long lines anywhere
 
 
 def test_vllms_own_name_wins_and_the_config_is_ignored(vllm: types.ModuleType) -> None:
