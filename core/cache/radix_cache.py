@@ -262,28 +262,28 @@ class RadixCache:
         indices = self._slots.to_tensor([x.value for x in path])
         return MatchResult(hit, indices, path[-1])
 
-    def lookup(self, tokens: TokenKey) -> MatchResult:
-        """The longest cached page-aligned prefix of ``tokens``, read only.
+    def locate(self, tokens: TokenKey) -> tuple[int, TreeNode]:
+        """How long the cached page-aligned prefix of ``tokens`` is, and the node it ends at.
 
-        Unlike :meth:`match_prefix` it stamps nothing, splits nothing and tells
-        the policy nothing: it is how a caller that has just inserted ``tokens``
-        finds the node the insert ended on and the tree's slots for the prefix
-        (SGLang's unified tree reads them off its insert result) without
-        counting a use. A prefix ending inside a node stops at that node's start.
+        Read only: unlike :meth:`match_prefix` it stamps nothing, splits nothing,
+        tells the policy nothing and builds no slot list. It is how a caller
+        that has just inserted ``tokens`` finds the node the insert ended on, to
+        move its lock there (SGLang's unified tree reads it off its insert
+        result), without counting a use. A prefix ending inside a node stops at
+        that node's start.
         """
         me = get_ident()
         if self._busy:
-            raise self._refuse("lookup", me)
+            raise self._refuse("locate", me)
         arr = as_token_array(tokens)
         P = self.page_size
         n = len(arr) // P * P
-        path: list[TreeNode] = []
+        node = self._root
         off = 0
         if n:
             kv = key_view(arr, n)
             nb = n * TOKEN_BYTES
             pb = P * TOKEN_BYTES
-            node = self._root
             while off < nb:
                 child = node.children.get(kv[off : off + pb].tobytes())
                 if child is None:
@@ -292,13 +292,9 @@ class RadixCache:
                 end = off + len(ck)
                 if end > nb or not ck.startswith(kv[off:end]):
                     break
-                path.append(child)
                 node = child
                 off = end
-        if not path:
-            return MatchResult(0, self._empty, self._root)
-        return MatchResult(off // TOKEN_BYTES, self._slots.to_tensor([x.value for x in path]),
-                           path[-1])
+        return off // TOKEN_BYTES, node
 
     def _stamp(self, path: list[TreeNode]) -> None:
         """One tick for the whole path, as SGLang stamps it.

@@ -173,7 +173,8 @@ class _Job:
         self.generated = 0
         self.target = self.plen  # tokens to prefill: the prompt (+ output so far, if retracted)
         self.prefilled = 0
-        self.tree_len = 0  # row[:tree_len] is the tree's (matched or inserted), locked by node
+        self.tree_len = 0  # row[:tree_len] is the tree's (matched or inserted), locked by node;
+        # after a checkpoint those entries may name duplicates the tree freed: never read
         self.node: Any = None
         self.row: np.ndarray | None = None  # slots of the tokens it holds (numpy: cheap joins)
         self.offset = 0  # while decoding: length = step + offset
@@ -445,10 +446,10 @@ class Server:
         """Insert the computed prefix so others can hit it; move this request's lock onto it.
 
         SGLang 0.5.23's ``checkpoint_kv_cache`` on its default (unified) tree: the
-        insert, then the node it ended on and the tree's slots for the prefix, read
-        without counting a use (the legacy tree's re-match would stamp the path a
-        second time). A retracted request prefilling prompt + output again gets the
-        same prompt-boundary insert at priority + 1 as a finish.
+        insert, then the node it ended on, read without counting a use (the legacy
+        tree's re-match would stamp the path a second time). A retracted request
+        prefilling prompt + output again gets the same prompt-boundary insert at
+        priority + 1 as a finish.
         """
         aligned = job.prefilled // self.P * self.P
         if aligned <= job.tree_len:
@@ -464,14 +465,14 @@ class Server:
         if self.split_prompt and 0 < Lp < aligned:
             cache.insert(job.full[:Lp], trow[:Lp], priority=prio + 1, prev_prefix_len=Lp,
                          inserted_len=Lp, context=job.ctx)
-        m = cache.lookup(key)
-        assert m.prefix_len == aligned  # the insert made the whole path
-        cache.inc_lock_ref(m.last_node)
+        length, node = cache.locate(key)
+        assert length == aligned  # the insert made the whole path
+        cache.inc_lock_ref(node)
         cache.dec_lock_ref(job.node)
-        job.node = m.last_node
-        # the tree's slots for the prefix (it freed any duplicates), then this request's own
-        job.row = np.concatenate([m.indices.numpy(), row[aligned:]])
-        job.tree_len = m.prefix_len
+        job.node = node
+        # row[:aligned] is the tree's now (duplicates it held are freed, their numbers stale):
+        # nothing reads it again, every later call passes prev_prefix_len = tree_len
+        job.tree_len = aligned
 
     # -- decode -----------------------------------------------------------------------
 
