@@ -1,4 +1,4 @@
-"""RadixCache.lookup: the cached prefix, read only (no stamp, no split, no callback, no count)."""
+"""RadixCache.locate: the cached prefix's length and node, read only (no stamp, split, callback)."""
 
 from __future__ import annotations
 
@@ -29,19 +29,19 @@ def _cache(page: int = 2) -> tuple[RadixCache, KVPool, CountsHits]:
     return RadixCache(pool, page_size=page, policy=policy), pool, policy
 
 
-def test_lookup_finds_what_match_finds_and_changes_nothing() -> None:
+def test_locate_finds_what_match_finds_and_changes_nothing() -> None:
     cache, pool, policy = _cache()
     row = pool.alloc(12)
     assert row is not None
     cache.insert(torch.arange(12), row)
     times = [n.last_access_time for n in cache.iter_nodes()]
     stats = dict(cache.stats.as_dict())
-    got = cache.lookup(np.arange(12))
-    assert got.prefix_len == 12 and torch.equal(got.indices, row)
+    length, node = cache.locate(np.arange(12))
+    assert length == 12
     assert [n.last_access_time for n in cache.iter_nodes()] == times
     assert dict(cache.stats.as_dict()) == stats and policy.hits == 0
     m = cache.match_prefix(np.arange(12))
-    assert m.last_node is got.last_node and torch.equal(m.indices, got.indices)
+    assert m.last_node is node and torch.equal(cache.node_slots(node), row)
     assert policy.hits == 1
     check_cache(cache)
 
@@ -52,8 +52,7 @@ def test_a_prefix_ending_inside_a_node_stops_at_its_start_without_a_split() -> N
     assert row is not None
     cache.insert(torch.arange(12), row)
     nodes = cache.num_nodes
-    got = cache.lookup(np.arange(8))
-    assert got.prefix_len == 0 and got.last_node is cache.root
+    assert cache.locate(np.arange(8)) == (0, cache.root)
     assert cache.num_nodes == nodes
-    other = cache.lookup(np.asarray([0, 1, 99, 98]))
-    assert other.prefix_len == 0
+    assert cache.locate(np.asarray([0, 1, 99, 98]))[0] == 0
+    assert cache.locate(np.arange(13)) == (12, cache.locate(np.arange(12))[1])
