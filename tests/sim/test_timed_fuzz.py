@@ -30,8 +30,8 @@ def _held(server: Any) -> list[np.ndarray]:
     jobs = {id(j): j for j in server.running}
     if server.chunked is not None:
         jobs[id(server.chunked)] = server.chunked
-    return [j.row[j.tree_len:] for j in jobs.values()
-            if j.row is not None and len(j.row) > j.tree_len]
+    return [j.buf[j.tree_len:j.held] for j in jobs.values()
+            if j.buf is not None and j.held > j.tree_len]
 
 
 class CheckedServer(server_mod.Server):

@@ -139,6 +139,7 @@ class _Job:
     __slots__ = (
         "admitted",
         "arrival",
+        "buf",
         "chunk",
         "ctx",
         "end_step",
@@ -146,6 +147,7 @@ class _Job:
         "full",
         "gen",
         "generated",
+        "held",
         "hit",
         "long",
         "node",
@@ -155,7 +157,6 @@ class _Job:
         "prefilled",
         "req",
         "retractions",
-        "row",
         "slot",
         "target",
         "tree_len",
@@ -173,10 +174,13 @@ class _Job:
         self.generated = 0
         self.target = self.plen  # tokens to prefill: the prompt (+ output so far, if retracted)
         self.prefilled = 0
-        self.tree_len = 0  # row[:tree_len] is the tree's (matched or inserted), locked by node;
+        self.tree_len = 0  # buf[:tree_len] is the tree's (matched or inserted), locked by node;
         # after a checkpoint those entries may name duplicates the tree freed: never read
         self.node: Any = None
-        self.row: np.ndarray | None = None  # slots of the tokens it holds (numpy: cheap joins)
+        # the slots of the tokens it holds: buf[:held]; buf has room for the whole request, so
+        # a chunk or a page of growth is written in place instead of joining arrays
+        self.buf: np.ndarray | None = None
+        self.held = 0
         self.offset = 0  # while decoding: length = step + offset
         self.end_step = 0
         self.slot = -1  # index in the server's running arrays
@@ -312,12 +316,17 @@ class Server:
         """
         m = self.cache.match_prefix(job.full[: max(0, job.target - 1)], job.ctx)
         self.cache.inc_lock_ref(m.last_node)
-        job.node, job.row = m.last_node, m.indices.numpy()
+        job.node = m.last_node
+        buf = np.empty(self._pages(job.plen + job.olen), dtype=np.int64)
+        held = m.prefix_len
+        buf[:held] = m.indices.numpy()
+        job.buf, job.held = buf, held
         job.tree_len = job.prefilled = m.prefix_len
 
     def _unmatch(self, job: _Job) -> None:
         self.cache.dec_lock_ref(job.node)
-        job.node = job.row = None
+        job.node = job.buf = None
+        job.held = 0
 
     def _plan_chunk(self, job: _Job, chunk_budget: int) -> int:
         """Tokens ``job`` prefills in this batch: all that is left, or a page-aligned chunk."""
@@ -341,14 +350,16 @@ class Server:
 
     def _allocate(self, job: _Job, chunk: int) -> bool:
         """Take the slots ``job``'s next ``chunk`` tokens need, evicting if short."""
-        assert job.row is not None
-        need = self._pages(job.prefilled + chunk) - len(job.row)
+        buf = job.buf
+        assert buf is not None
+        need = self._pages(job.prefilled + chunk) - job.held
         if need > 0:
             if not self._make_room(need):
                 return False
             new = self.pool.alloc(need)
             assert new is not None  # _make_room made the room
-            job.row = np.concatenate([job.row, new.numpy()])
+            buf[job.held:job.held + need] = new.numpy()
+            job.held += need
         job.chunk = chunk
         return True
 
@@ -433,10 +444,9 @@ class Server:
             job.generated += 1
             if job.first_token < 0:
                 job.first_token = self.now
-            assert job.row is not None
             # the first output token's page (past a page-aligned prompt) is counted now and
             # made room for by the next decode segment, or taken at finish
-            self.deferred += max(0, self._pages(job.plen + job.generated) - len(job.row))
+            self.deferred += max(0, self._pages(job.plen + job.generated) - job.held)
             if job.generated >= job.olen:
                 self._finish(job)
             else:
@@ -454,10 +464,10 @@ class Server:
         aligned = job.prefilled // self.P * self.P
         if aligned <= job.tree_len:
             return
-        cache, row = self.cache, job.row
-        assert row is not None
+        cache, buf = self.cache, job.buf
+        assert buf is not None
         key = job.full[:aligned]
-        trow = torch.from_numpy(row)
+        trow = torch.from_numpy(buf)
         prio = job.req.priority
         cache.insert(key, trow[:aligned], priority=prio, prev_prefix_len=job.tree_len,
                      context=job.ctx)
@@ -470,7 +480,7 @@ class Server:
         cache.inc_lock_ref(node)
         cache.dec_lock_ref(job.node)
         job.node = node
-        # row[:aligned] is the tree's now (duplicates it held are freed, their numbers stale):
+        # buf[:aligned] is the tree's now (duplicates it held are freed, their numbers stale):
         # nothing reads it again, every later call passes prev_prefix_len = tree_len
         job.tree_len = aligned
 
@@ -602,40 +612,42 @@ class Server:
         A decoding request comes back to prefill prompt + output so far; a
         chunked prefill starts its prompt over.
         """
-        row = job.row
-        assert row is not None
+        buf, held = job.buf, job.held
+        assert buf is not None
         if decoding:
             job.target = job.plen + job.generated
-            counted = self._pages(job.target) - len(row)
+            counted = self._pages(job.target) - held
             if counted > 0:
                 self.deferred -= counted  # counted for its growth, never taken from the pool
-        if len(row) > job.tree_len:
-            self.pool.free(torch.from_numpy(row[job.tree_len:]))
+        if held > job.tree_len:
+            self.pool.free(torch.from_numpy(buf[job.tree_len:held]))
         self.cache.dec_lock_ref(job.node)
-        job.node = job.row = None
+        job.node = job.buf = None
+        job.held = 0
         job.gen += 1
         job.prefilled = job.tree_len = 0
 
     def _finish(self, job: _Job) -> None:
         """Insert prompt and output (and the prompt checkpoint), free the tail, unlock."""
         cache, P = self.cache, self.P
-        row = job.row
-        assert row is not None
+        buf = job.buf
+        assert buf is not None
         total = job.plen + job.olen
-        grow = self._pages(total) - len(row)
+        grow = self._pages(total) - job.held
         if grow > 0:  # counted while it grew; taken from the pool now
             self.deferred -= grow
             if self.pool.available_size() < grow:  # a one-token answer's page, never made room
                 self._make_room(grow + self.deferred)
             new = self.pool.alloc(grow)
             if new is None:  # nothing left to evict: cache only what has slots
-                total = len(row)
+                total = job.held
             else:
-                row = np.concatenate([row, new.numpy()])
+                buf[job.held:job.held + grow] = new.numpy()
+                job.held += grow
         L = total // P * P
         Lp = job.plen // P * P
         prio = job.req.priority
-        trow = torch.from_numpy(row)
+        trow = torch.from_numpy(buf[:job.held])
         if job.tree_len < L:
             cache.insert(job.full[:L], trow[:L], priority=prio, prev_prefix_len=job.tree_len,
                          context=job.ctx)
@@ -643,10 +655,11 @@ class Server:
             cache.insert(job.full[:Lp], trow[:Lp], priority=prio + 1, prev_prefix_len=Lp,
                          inserted_len=Lp, context=job.ctx)
         keep = max(L, job.tree_len)
-        if len(row) > keep:
+        if job.held > keep:
             self.pool.free(trow[keep:])
         cache.dec_lock_ref(job.node)
-        job.node = job.row = None
+        job.node = job.buf = None
+        job.held = 0
         self.in_system -= 1
         self.blocked = False  # a request left: admission may be tried again
         self._record(JobRecord(job.req.rid, job.arrival, job.admitted, job.first_token,
