@@ -16,6 +16,7 @@ from typing import Any
 
 import typer
 
+from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.sim.bound import Bound
 from radix_evict.sim.failures import RunFailure
 from radix_evict.sim.results import ReplayResult
@@ -28,6 +29,17 @@ from .errors import EXIT_INVALID, EXIT_USAGE, CliError, mark_json
 from .options import parse_params
 from .preflight import check_output, check_params, check_plot, check_pool, check_workload_pools
 from .simulate_derived import derived_notes
+from .simulate_host import (
+    HicacheRatioOpt,
+    HostConfigOpt,
+    HostPolicyOpt,
+    HostTokensOpt,
+    WritePolicyOpt,
+    WriteThresholdOpt,
+    build_host,
+    host_json,
+    host_table,
+)
 from .simulate_options import (
     BaselineOpt,
     BlockSizeOpt,
@@ -116,7 +128,7 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
                 page_size: int, seed: int, json_out: bool, plot: Path | None,
                 metrics: Path | None, progress: bool, jobs: int | None,
                 oracle: bool = False, verbose: bool = False, timing: TimingSpec | None = None,
-                objective: str = "hit-rate") -> None:
+                objective: str = "hit-rate", host: HostTierSpec | None = None) -> None:
     """One workload (or trace): a table per policy and a recommendation."""
     pool = wl.default_pool_tokens if pool_tokens is None else pool_tokens
     output.note(f"workload {wl.name} (seed {wl.seed}): {wl.num_requests:,} requests; "
@@ -128,7 +140,7 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
     with output.progress_bar(f"replaying {wl.name}", enabled=progress) as prog:
         results = replay_policies(wl, runs, pool_tokens=pool_tokens, page_size=page_size,
                                   progress=prog, workers=jobs, failures=failures,
-                                  timing=timing)
+                                  timing=timing, host=host)
     if not results:
         raise simulate_failures.all_failed(failures)
     bound = None
@@ -164,14 +176,20 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
             add_bound_json(data, [bound])
         if timing is not None:
             data.update(timing_json(timing, objective))
+        if host is not None:
+            data.update(host_json(host))
         output.emit_json(data)
     else:
         out = output.stdout()
         title = f"{wl.name}: {len(results)} policies"
+        # With a host tier the bound is the host table's (the one-tier gap says nothing there).
+        table_bound = bound if host is None else None
         if timing is not None:
-            out.print(timed_table(results, rec.policy, title + " (timed replay)", bound))
+            out.print(timed_table(results, rec.policy, title + " (timed replay)", table_bound))
         else:
-            out.print(policy_table(results, rec.policy, title, bound))
+            out.print(policy_table(results, rec.policy, title, table_bound))
+        if host is not None:
+            out.print(host_table(results, f"{wl.name}: device and host tiers", bound))
         if wl.name == TIERS_WORKLOAD:
             out.print(tier_table(results, "hit rate per priority tier"))
         print_recommendation(rec)
@@ -184,7 +202,7 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
                 page_size: int, seed: int, json_out: bool, plot: Path | None,
                 metrics: Path | None, progress: bool, jobs: int | None,
                 oracle: bool = False, verbose: bool = False, timing: TimingSpec | None = None,
-                objective: str = "hit-rate") -> None:
+                objective: str = "hit-rate", host: HostTierSpec | None = None) -> None:
     """Several workloads: policy x workload matrix with a winner per workload."""
     output.note(f"{len(wls)} workloads x {len(runs)} policies: "
                 f"{sum(w.num_requests for w in wls) * len(runs):,} request replays")
@@ -194,7 +212,8 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
     with output.progress_bar("policy x workload", enabled=progress) as prog:
         m = policy_matrix(wls, runs, seed=seed, pool_tokens=pool_tokens, page_size=page_size,
                           progress=prog, workers=jobs, failures=failures, timing=timing,
-                          objective=objective if timing is not None else "hit-rate")
+                          objective=objective if timing is not None else "hit-rate",
+                          host=host)
     if not m.results:
         raise simulate_failures.all_failed(failures)
     bounds: dict[str, Bound] = {}
@@ -237,14 +256,21 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
             add_bound_json(data, list(bounds.values()))
         if timing is not None:
             data.update(timing_json(timing, objective))
+        if host is not None:
+            data.update(host_json(host))
         output.emit_json(data)
     else:
         out = output.stdout()
-        out.print(matrix_table(names, m.policies, m.results, winners, bounds))
+        out.print(matrix_table(names, m.policies, m.results, winners,
+                               bounds if host is None else {}))
         if timing is not None:
             for w in names:
                 cells = [m.cell(w, p) for p in m.policies]
                 out.print(timed_table(cells, winners[w], f"{w} (timed replay)"))
+        if host is not None:
+            for w in names:
+                cells = [m.cell(w, p) for p in m.policies]
+                out.print(host_table(cells, f"{w}: device and host tiers", bounds.get(w)))
         out.print(hit_rate_pivot(names, m.policies, m.results, winners, bounds))
         if tiers:
             out.print(tier_table(tiers, f"{TIERS_WORKLOAD}: hit rate per priority tier"))
@@ -286,6 +312,12 @@ def simulate(
     slo_tpot: SloTpotOpt = None,
     objective: ObjectiveOpt = "hit-rate",
     chunked_prefill_size: ChunkedPrefillOpt = None,
+    host_tokens: HostTokensOpt = None,
+    hicache_ratio: HicacheRatioOpt = None,
+    write_policy: WritePolicyOpt = None,
+    write_threshold: WriteThresholdOpt = None,
+    host_policy: HostPolicyOpt = None,
+    host_config: HostConfigOpt = None,
 ) -> None:
     """Which policy should I run? Replay a workload under each policy and recommend one.
 
@@ -314,7 +346,17 @@ def simulate(
                          max_running=max_running, rate=rate, concurrency=concurrency,
                          time_scale=time_scale, cost_model=cost_model, slo_ttft=slo_ttft,
                          slo_tpot=slo_tpot, chunked_prefill_size=chunked_prefill_size)
+    host = build_host(host_tokens=host_tokens, hicache_ratio=hicache_ratio,
+                      write_policy=write_policy, write_threshold=write_threshold,
+                      host_policy=host_policy, host_config=host_config)
+    if host is not None and timed is not None and timed.cost_model.transfer is None:
+        raise CliError(f"--cost-model {timed.cost_model.name}: no [transfer] table "
+                       "(kv_bytes_per_token, host_gbps); a timed replay with a host tier "
+                       "needs one to time its copies", EXIT_INVALID)
     if model is not None:
+        if host is not None:
+            raise CliError("--model tiny replays one tier; the host tier is for token and "
+                           "timed replays", EXIT_USAGE)
         if timed is not None:
             raise CliError("--timing models time; --model tiny measures it: give one",
                            EXIT_USAGE)
@@ -350,7 +392,7 @@ def simulate(
                               "pool_tokens": pool_tokens, "page_size": page_size, "seed": seed,
                               "json_out": json_out, "plot": plot, "metrics": metrics,
                               "progress": progress, "jobs": jobs, "oracle": oracle,
-                              "timing": timed, "objective": objective}
+                              "timing": timed, "objective": objective, "host": host}
     if len(wls) == 1 and name != ALL:
         _run_single(wls[0], runs, **common)
     else:

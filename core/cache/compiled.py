@@ -25,6 +25,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "ownership",
     "slots",
     "pool",
+    "host_tier",
     "radix_cache",
 )
 

@@ -34,8 +34,32 @@ _Entry = tuple[Any, ...]
 
 
 def is_evictable_leaf(node: TreeNode) -> bool:
-    """Holds KV, unlocked, no children, still in the tree, not the root: the one liveness rule."""
-    return node.lock_ref == 0 and not node.children and node.parent is not None
+    """Unlocked, no children, in the tree, KV on device, not the root: the device tier's rule.
+
+    ``children`` holds device-resident children only (host-only ones are in
+    ``host_children``), so a node whose children all went to host is a leaf.
+    """
+    return (
+        node.lock_ref == 0
+        and not node.children
+        and node.parent is not None
+        and node.value is not None
+    )
+
+
+def is_host_leaf(node: TreeNode) -> bool:
+    """KV on host only, no child at all, unpinned on both tiers, in the tree: the host tier's rule.
+
+    A host-only node's children are host-only too, so ``host_children`` is
+    all of them.
+    """
+    return (
+        node.value is None
+        and node.parent is not None
+        and not node.host_children
+        and node.lock_ref == 0
+        and node.host_lock_ref == 0
+    )
 
 
 def _is_real(x: object) -> bool:
@@ -53,7 +77,9 @@ class EvictionDriver:
 
     ``source`` says where the policy came from (``dist version (entry point
     'ep')``, as the registry names it) and ``distribution`` which distribution
-    that is; errors name both with the policy.
+    that is; errors name both with the policy. ``host_tier`` makes it the host
+    tier's driver: its candidates are :func:`is_host_leaf` nodes, unlinked
+    from their parent's ``host_children``.
     """
 
     def __init__(
@@ -62,8 +88,10 @@ class EvictionDriver:
         page_size: int,
         source: str | None = None,
         distribution: str | None = None,
+        host_tier: bool = False,
     ) -> None:
         self.policy = policy
+        self._host_tier = host_tier
         self.distribution = distribution
         origin = f" from {source}" if source else ""
         # A policy object passed directly may have no name: its class says which it is.
@@ -91,12 +119,18 @@ class EvictionDriver:
         Both are scored before either is pushed, so a policy that raises or
         returns garbage for either leaves the heap as it was.
         """
-        first = self._entry(node) if is_evictable_leaf(node) else None
-        second = self._entry(also) if also is not None and is_evictable_leaf(also) else None
+        first = self._entry(node) if self._live(node) else None
+        second = self._entry(also) if also is not None and self._live(also) else None
         if first is not None:
             self._push(first)
         if second is not None:
             self._push(second)
+
+    def _live(self, node: TreeNode) -> bool:
+        """This tier's liveness rule."""
+        if self._host_tier:
+            return is_host_leaf(node)
+        return is_evictable_leaf(node)
 
     def _push(self, entry: _Entry) -> None:
         seq = entry[-2]
@@ -163,15 +197,20 @@ class EvictionDriver:
         )
 
     # ------------------------------------------------------------------ evict
-    def evict(self, num_tokens: int) -> list[TreeNode]:
+    def evict(
+        self, num_tokens: int, demote: Callable[[TreeNode], bool] | None = None
+    ) -> list[TreeNode]:
         """Unlink live leaves, lowest first, until ``num_tokens`` tokens are out; return them.
 
         A parent left childless becomes a candidate in the same call. The
         victims are detached from the tree (``parent`` None); their slots and
-        the cache's sizes are the caller's to settle. The policy's
-        ``on_evict`` (if any) hears of each victim just before it is unlinked.
-        If a parent's re-offer or ``on_evict`` raises, every victim is linked
-        back and the heap restored before the error propagates.
+        the cache's sizes are the caller's to settle. ``demote`` (device tier
+        with a host tier): a victim for which it returns True has a host copy
+        and stays in the tree, moved to its parent's ``host_children``. The
+        policy's ``on_evict`` (if any) hears of each victim just before it is
+        unlinked. If a parent's re-offer or ``on_evict`` raises, every victim
+        is linked back and the heap restored before the error propagates (a
+        host copy made for a demotion stays: the node is then on both tiers).
         """
         if self._rescore_every_evict:
             self._rebuild(rescore=True)
@@ -179,6 +218,7 @@ class EvictionDriver:
         pop = heapq.heappop
         pb = self._page_bytes
         on_evict = self._on_evict
+        host_tier = self._host_tier
         freed = 0
         victims: list[TreeNode] = []
         parents: list[TreeNode] = []
@@ -186,25 +226,43 @@ class EvictionDriver:
         while freed < num_tokens and heap:
             entry = pop(heap)
             node: TreeNode = entry[-1]
-            if entry[-2] != node._heap_seq or not is_evictable_leaf(node):
+            if entry[-2] != node._heap_seq or not self._live(node):
                 continue  # stale: re-scored since, locked, grown a child, or gone from the tree
             parent = node.parent
             assert parent is not None
-            if on_evict is not None:
+            node._heap_seq = -1
+            kept = False
+            if on_evict is not None or demote is not None:
                 try:
-                    on_evict(node)  # still linked: the policy can read its path
+                    if on_evict is not None:
+                        on_evict(node)  # still linked: the policy can read its path
+                    if demote is not None:
+                        kept = demote(node)  # may offer it to the host tier's driver
                 except BaseException:
+                    node._heap_seq = entry[-2]
                     heapq.heappush(heap, entry)
                     self._undo_evict(victims, parents, popped)
                     raise
-            node._heap_seq = -1
-            del parent.children[node.key_bytes[:pb]]
-            node.parent = None
+            first = node.key_bytes[:pb]
+            if host_tier:
+                siblings = parent.host_children
+                assert siblings is not None
+                del siblings[first]
+                node.parent = None
+            else:
+                del parent.children[first]
+                if kept:
+                    siblings = parent.host_children
+                    if siblings is None:
+                        parent.host_children = siblings = {}
+                    siblings[first] = node
+                else:
+                    node.parent = None
             victims.append(node)
             parents.append(parent)
             popped.append(entry)
             freed += node.num_tokens
-            if not parent.children:
+            if not (parent.host_children if host_tier else parent.children):
                 try:
                     self.offer(parent)
                 except BaseException:
@@ -219,7 +277,16 @@ class EvictionDriver:
         pb = self._page_bytes
         for i in range(len(victims) - 1, -1, -1):
             node, parent, entry = victims[i], parents[i], popped[i]
-            parent.children[node.key_bytes[:pb]] = node
+            first = node.key_bytes[:pb]
+            if self._host_tier:
+                siblings = parent.host_children
+                if siblings is None:
+                    parent.host_children = siblings = {}
+                siblings[first] = node
+            else:
+                if node.parent is parent and parent.host_children is not None:
+                    parent.host_children.pop(first, None)  # a demotion undone
+                parent.children[first] = node
             node.parent = parent
             node._heap_seq = entry[-2]
             heapq.heappush(self._heap, entry)
@@ -255,7 +322,7 @@ class EvictionDriver:
 
     def _live_entries(self) -> list[_Entry]:
         """Each evictable leaf's latest entry; stale ones (superseded or no longer a leaf) go."""
-        return [e for e in self._heap if e[-2] == e[-1]._heap_seq and is_evictable_leaf(e[-1])]
+        return [e for e in self._heap if e[-2] == e[-1]._heap_seq and self._live(e[-1])]
 
     def _rebuild(self, rescore: bool) -> None:
         """Drop stale entries (re-scoring the rest if asked), in place: nothing if it raises."""

@@ -100,6 +100,19 @@ class KVPool:
         slots = self.page_slots(owners.pop(k))
         return torch.from_numpy(slots) if self.slot_device.on_cpu else slots
 
+    def take_pages(self, k: int) -> Any:
+        """``k`` free pages handed straight to a cache node (its own array), or None if fewer.
+
+        For KV the cache itself copies in (a host tier's writes), which no caller holds.
+        """
+        owners = self.owners
+        if k > self.num_pages - owners.head:
+            return None
+        view = owners.pop(k)
+        pages = view.copy() if self.slot_device.on_cpu else view.clone()
+        owners.adopt(pages)
+        return pages
+
     def page_slots(self, pages: Any) -> Any:
         """A new 1-D array of the slots of ``pages`` (numpy on cpu, a tensor elsewhere)."""
         if self.page_size == 1:

@@ -20,6 +20,7 @@ from mypy_extensions import mypyc_attr
 
 from radix_evict.cache.args import check_int
 from radix_evict.cache.eviction import EvictionDriver, is_evictable_leaf
+from radix_evict.cache.host_tier import HostTier, HostTierSpec
 from radix_evict.cache.pool import Allocator
 from radix_evict.cache.slots import SlotStorage
 from radix_evict.cache.stats import CacheStats
@@ -41,12 +42,24 @@ from radix_evict.policies.contract import (
 from radix_evict.policies.resolve import policy_by_name, policy_origin
 
 
+def _pool_tokens(pool: Allocator) -> int:
+    """The device pool's size in tokens (what a host tier's ratio multiplies)."""
+    size = getattr(pool, "size", None)
+    return size if type(size) is int else int(pool.available_size())
+
+
 class MatchResult(NamedTuple):
-    """What ``match_prefix`` found: the cached prefix and the node to lock."""
+    """What ``match_prefix`` found: the cached prefix and the node to lock.
+
+    With a host tier, ``host_len`` more tokens are cached on host only, down
+    to ``host_node``: :meth:`RadixCache.load_back` brings them to the device.
+    """
 
     prefix_len: int
     indices: torch.Tensor
     last_node: TreeNode
+    host_len: int = 0
+    host_node: TreeNode | None = None
 
 
 class _Split:
@@ -56,6 +69,7 @@ class _Split:
         self.node = node
         self.key_bytes = node.key_bytes
         self.value: Any = node.value
+        self.host_value: Any = node.host_value
         self.num_tokens = node.num_tokens
         self.last_access_time = node.last_access_time
 
@@ -86,6 +100,7 @@ class RadixCache:
         page_size: SupportsIndex | None = None,
         policy: str | EvictionPolicy | Any = DEFAULT_POLICY,
         policy_config: Mapping[str, Any] | str | PolicyConfig | Any = None,
+        host_tier: HostTierSpec | None = None,
     ) -> None:
         # policy and policy_config are checked here, not by annotations, so that a
         # compiled build raises what the interpreted one does (PolicyConfigError).
@@ -125,6 +140,22 @@ class RadixCache:
         # against re-entry and concurrent use (see _refuse). Two stores per call.
         self._busy: int = 0
         self._busy_op: str = ""
+        self._demoted: list[tuple[TreeNode, Any]] = []  # an eviction's demotions, to settle
+        # The host tier (SGLang's HiCache), if any: host_tier.py holds its pool and driver.
+        if host_tier is not None and not isinstance(host_tier, HostTierSpec):
+            raise TypeError(
+                f"host_tier must be a HostTierSpec or None, got {type(host_tier).__name__}"
+            )
+        self._host: HostTier | None = (
+            HostTier(host_tier, pool_page, _pool_tokens(pool), self.policy)
+            if host_tier is not None
+            else None
+        )
+        # Under write_back SGLang counts no insert hits (hit_count stays as matched).
+        self._count_hits = self._host is None or not self._host.write_back
+        self._backup_at = self._host.threshold if self._host is not None else 0
+        if self._host is not None:
+            self._merge_host_callbacks(self._host.policy)
         self._init_tree()
 
     # ------------------------------------------------------------------ one at a time
@@ -163,8 +194,35 @@ class RadixCache:
 
     @property
     def num_nodes(self) -> int:
-        """Nodes in the tree, the root excluded."""
-        return self._num_nodes
+        """Nodes in the tree (host-only ones too), the root excluded."""
+        host = self._host
+        return self._num_nodes - (host.removed_nodes if host is not None else 0)
+
+    @property
+    def host_tier(self) -> HostTier | None:
+        """The host tier (its pool, driver, settings and counters), or None."""
+        return self._host
+
+    def _merge_host_callbacks(self, host_policy: EvictionPolicy) -> None:
+        """A host policy that is its own object hears the tree's events too (its on_evict
+        comes from the host driver)."""
+        if host_policy is self.policy:
+            return
+        hooks = callbacks_of(host_policy)
+
+        def both(a: Callable[..., Any] | None, b: Callable[..., Any] | None) -> Any:
+            if a is None or b is None:
+                return a if b is None else b
+
+            def call(*nodes: TreeNode) -> None:
+                a(*nodes)
+                b(*nodes)
+
+            return call
+
+        self._on_insert = both(self._on_insert, hooks.on_insert)
+        self._on_hit = both(self._on_hit, hooks.on_hit)
+        self._on_split = both(self._on_split, hooks.on_split)
 
     # ------------------------------------------------------------------ match
     def match_prefix(self, tokens: TokenKey, context: Any = None) -> MatchResult:
@@ -223,12 +281,18 @@ class RadixCache:
                     path.append(node)
                     off += m * TOKEN_BYTES
                     break
+            dev = len(path)  # the device-resident nodes; host-only ones follow
+            if self._host is not None and split is None and off < nb:
+                off, split = self._match_on_host(node, kv, off, nb, path)
             # The one node whose score may change: the tail of a split, else the last node.
-            offered = split.node if split is not None else (path[-1] if path else None)
+            if dev < len(path):
+                offered = path[dev - 1] if dev else None
+            else:
+                offered = split.node if split is not None else (path[-1] if path else None)
             if offered is not None and not is_evictable_leaf(offered):
                 offered = None
             on_hit = self._on_hit
-            if offered is not None or on_hit is not None:
+            if offered is not None or on_hit is not None or dev < len(path):
                 times = [x.last_access_time for x in path]  # for the undo below
             if context is not None:
                 contexts = [x.context for x in path]
@@ -240,6 +304,8 @@ class RadixCache:
                     on_hit(x)
             if offered is not None:
                 self._driver.offer(offered)
+            if dev < len(path):
+                self._offer_host(path[-1], split.node if split is not None else None)
         except BaseException:
             if times is not None:
                 for x, t in zip(path, times, strict=True):
@@ -257,10 +323,59 @@ class RadixCache:
         st.queried_tokens += len(arr)
         if not path:
             return MatchResult(0, self._empty, root)
+        if dev < len(path):
+            return self._host_match_result(path, dev)
         hit = off // TOKEN_BYTES
         st.hit_tokens += hit
         indices = self._slots.to_tensor([x.value for x in path])
         return MatchResult(hit, indices, path[-1])
+
+    def _match_on_host(
+        self, node: TreeNode, kv: memoryview, off: int, nb: int, path: list[TreeNode]
+    ) -> tuple[int, _Split | None]:
+        """Continue a match past the device tree, into ``node``'s host-only subtree.
+
+        Appends the host-only nodes matched to ``path`` (splitting the last one
+        if the key ends inside it); returns the new byte offset and the split.
+        """
+        pb = self.page_size * TOKEN_BYTES
+        P = self.page_size
+        hc = node.host_children
+        while hc and off < nb:
+            child = hc.get(kv[off : off + pb].tobytes())
+            if child is None:
+                break
+            ck = child.key_bytes
+            end = off + len(ck)
+            if end <= nb and ck.startswith(kv[off:end]):
+                path.append(child)
+                hc = child.host_children
+                off = end
+                continue
+            m = common_prefix_len(ck, kv, off) // P * P
+            split = _Split(child)
+            path.append(self._split(child, m))
+            return off + m * TOKEN_BYTES, split
+        return off, None
+
+    def _offer_host(self, node: TreeNode, tail: TreeNode | None) -> None:
+        """Re-score host leaves a match stamped (and the tail a host split left)."""
+        host = self._host
+        assert host is not None
+        host.driver.offer(node, tail)
+
+    def _host_match_result(self, path: list[TreeNode], dev: int) -> MatchResult:
+        """A match that went on into host-only nodes: device prefix, plus what is on host."""
+        host = self._host
+        assert host is not None
+        hit = path[dev - 1].prefix_len if dev else 0
+        host_len = path[-1].prefix_len - hit
+        self.stats.hit_tokens += hit
+        host.stats.matched_tokens += host_len
+        if dev:
+            indices = self._slots.to_tensor([x.value for x in path[:dev]])
+            return MatchResult(hit, indices, path[dev - 1], host_len, path[-1])
+        return MatchResult(0, self._empty, self._root, host_len, path[-1])
 
     def locate(self, tokens: TokenKey) -> tuple[int, TreeNode]:
         """How long the cached page-aligned prefix of ``tokens`` is, and the node it ends at.
@@ -381,9 +496,15 @@ class RadixCache:
         node = self._root
         off = 0
         while off < nb:
-            child = node.children.get(kv[off : off + pb].tobytes())
+            first = kv[off : off + pb].tobytes()
+            child = node.children.get(first)
             if child is None:
-                break
+                hc = node.host_children  # a host tier's host-only nodes (None without one)
+                if not hc:
+                    break
+                child = hc.get(first)
+                if child is None:
+                    break
             path.append(child)
             ck = child.key_bytes
             end = off + len(ck)
@@ -395,11 +516,16 @@ class RadixCache:
             off += split_at * TOKEN_BYTES
             break
         matched = off // TOKEN_BYTES
-        if matched < lo:
+        # Host-only nodes (a suffix of the path) take the new KV; the rest is on device.
+        dev = len(path)
+        while dev and path[dev - 1].value is None:
+            dev -= 1
+        on_device = matched if dev == len(path) else (path[dev - 1].prefix_len if dev else 0)
+        if on_device < lo:
             # The caller's prefix was not all cached (it was not kept locked): the new
             # leaf takes slots from indices[:prev] too, so they need the same check.
-            claimed = self._slots.claim(indices, matched, n)
-            lo = matched
+            claimed = self._slots.claim(indices, on_device, n)
+            lo = on_device
         # Stamp, split and count along the path; then score. A raise from the policy
         # (a score, a callback) undoes all of it: what this records is what it changed.
         clock0 = self._clock
@@ -409,6 +535,10 @@ class RadixCache:
         split: _Split | None = None
         leaf: TreeNode | None = None
         raised: list[tuple[TreeNode, int]] = []
+        unevicted: list[TreeNode] = []
+        backups: list[TreeNode] = []
+        count_hits = self._count_hits
+        backup_at = self._backup_at
         clock = clock0 + 1
         try:
             root.last_access_time = clock
@@ -424,12 +554,17 @@ class RadixCache:
                     split = _Split(child)
                     child = self._split(child, split_at)
                     clock = self._clock
+                if i >= dev:  # host-only: the insert's KV puts it back on device
+                    self._unevict(node, child, claimed, lo)
+                    unevicted.append(child)
                 if context is not None:
                     child.context = context  # (after a split: the head, which the key covers)
                 if child.priority < prio:
                     child.priority = prio
-                if child.prefix_len > done:
+                if child.prefix_len > done and count_hits:
                     child.hit_count += 1
+                    if backup_at and child.host_value is None and child.hit_count >= backup_at:
+                        backups.append(child)
                 node = child
             if matched < n:
                 value = self._slots.node_entries(claimed, matched - lo, n - lo)
@@ -437,8 +572,10 @@ class RadixCache:
                 leaf.creation_time = clock + 2
                 leaf.context = context
                 clock += 2
-                if n > done:
+                if n > done and count_hits:
                     leaf.hit_count = 1
+                    if backup_at and backup_at <= 1:
+                        backups.append(leaf)
                 node.children[leaf.key_bytes[:pb]] = leaf
                 depth = leaf.prefix_len
                 x: TreeNode | None = node
@@ -455,12 +592,16 @@ class RadixCache:
                 self._driver.offer(scored)
             else:
                 self._driver.offer(split.node, scored)
+            if backups:
+                self._back_up(backups)
         except BaseException:
             if leaf is not None:
                 del node.children[leaf.key_bytes[:pb]]
                 leaf.parent = None
                 for x, old in reversed(raised):
                     x.history_len = old
+            for x in reversed(unevicted):
+                self._undo_unevict(x)
             if split is not None and split.node.parent is not None:
                 self._unsplit(split)
             for x, t, p, h, c in reversed(touched):
@@ -476,11 +617,66 @@ class RadixCache:
             self._evictable += n - matched
             self._num_nodes += 1
             st.inserted_tokens += n - matched
+        if unevicted:
+            self._adopt_unevicted(unevicted)
         self._clock = clock
-        if matched > lo:
-            self._slots.free_claimed(claimed[: (matched - lo) // P])
-            st.duplicate_tokens_freed += matched - lo
+        if on_device > lo:
+            self._slots.free_claimed(claimed[: (on_device - lo) // P])
+            st.duplicate_tokens_freed += on_device - lo
         return matched
+
+    # ------------------------------------------------------------------ host tier
+    def _unevict(self, parent: TreeNode, node: TreeNode, claimed: Any, lo: int) -> None:
+        """Give host-only ``node`` the insert's fresh KV: it is on both tiers again."""
+        end = node.prefix_len
+        node.value = self._slots.node_entries(claimed, end - node.num_tokens - lo, end - lo)
+        first = node.key_bytes[: self.page_size * TOKEN_BYTES]
+        siblings = parent.host_children
+        assert siblings is not None
+        del siblings[first]
+        parent.children[first] = node
+
+    def _undo_unevict(self, node: TreeNode) -> None:
+        parent = node.parent
+        assert parent is not None
+        first = node.key_bytes[: self.page_size * TOKEN_BYTES]
+        del parent.children[first]
+        siblings = parent.host_children
+        if siblings is None:
+            parent.host_children = siblings = {}
+        siblings[first] = node
+        node.value = None
+
+    def _adopt_unevicted(self, nodes: list[TreeNode]) -> None:
+        host = self._host
+        assert host is not None
+        tokens = 0
+        for x in nodes:
+            self._slots.adopt(x.value)
+            host.note_duplicate(x)
+            tokens += x.num_tokens
+        self._evictable += tokens
+        host.host_only_tokens -= tokens
+        host.stats.unevicted_tokens += tokens
+
+    def _back_up(self, nodes: list[TreeNode]) -> None:
+        """Copy ``nodes`` (each with its un-backed ancestors) to host, in order.
+
+        If a host policy raises meanwhile, the copies made here are freed again.
+        """
+        host = self._host
+        assert host is not None
+        written: list[TreeNode] = []
+        host.journal = written
+        try:
+            for x in nodes:
+                host.back_up_chain(x)
+        except BaseException:
+            for y in written:
+                host.stats.written_tokens -= host.free_copy(y)
+            raise
+        finally:
+            host.journal = None
 
     def _split(self, child: TreeNode, m: int) -> TreeNode:
         """Split ``child`` after ``m`` tokens; the new parent takes the head.
@@ -494,8 +690,16 @@ class RadixCache:
         cut = m * TOKEN_BYTES
         ck = child.key_bytes
         t = self._clock + 1.0
-        head_value, child.value = self._slots.split(child.value, m)
+        value = child.value
+        head_value: Any = None  # a host-only node's head is host-only too
+        if value is not None:
+            head_value, child.value = self._slots.split(value, m)
         head = TreeNode(parent, ck[:cut], head_value, t, child.priority)
+        if child.host_value is not None:
+            k = m // self.page_size
+            hv = child.host_value
+            head.host_value, child.host_value = hv[:k], hv[k:]
+            head.host_lock_ref = child.host_lock_ref
         # SGLang draws a creation tick for the new node too (t + 1) before giving it the
         # child's creation_time, so the child's re-stamp comes two ticks later.
         head.creation_time = child.creation_time
@@ -509,8 +713,17 @@ class RadixCache:
         child.parent = head
         child.last_access_time = t + 2.0
         self._clock = t + 2.0
-        head.children[child.key_bytes[:pb]] = child
-        parent.children[ck[:pb]] = head
+        if value is None:
+            head.host_children = {child.key_bytes[:pb]: child}
+            siblings = parent.host_children
+            assert siblings is not None
+            siblings[ck[:pb]] = head
+        else:
+            head.children[child.key_bytes[:pb]] = child
+            parent.children[ck[:pb]] = head
+            host = self._host
+            if host is not None and head.host_value is not None:
+                host.note_duplicate(head)
         self._num_nodes += 1
         on_split = self._on_split
         if on_split is not None:
@@ -523,10 +736,16 @@ class RadixCache:
         head = child.parent
         assert head is not None and head.parent is not None
         pb = self.page_size * TOKEN_BYTES
-        head.parent.children[split.key_bytes[:pb]] = child
+        if child.value is None:
+            siblings = head.parent.host_children
+            assert siblings is not None
+            siblings[split.key_bytes[:pb]] = child
+        else:
+            head.parent.children[split.key_bytes[:pb]] = child
         child.parent = head.parent
         child.key_bytes = split.key_bytes
         child.value = split.value
+        child.host_value = split.host_value
         child.num_tokens = split.num_tokens
         child.last_access_time = split.last_access_time
         head.parent = None
@@ -552,6 +771,10 @@ class RadixCache:
         if type(node) is not TreeNode and not isinstance(node, TreeNode):
             raise self._foreign_node("inc_lock_ref", node)
         start: TreeNode = node
+        if start.value is None and start is not root:
+            raise ValueError(
+                "inc_lock_ref: node is on host only (load_back it first, then lock it)"
+            )
         moved = 0
         x = start
         while x is not root:
@@ -646,17 +869,23 @@ class RadixCache:
     def _evict(self, num_tokens: SupportsIndex) -> int:
         want = check_int("num_tokens", num_tokens, 1)
         t0 = time.perf_counter()
-        victims = self._driver.evict(want)
+        host = self._host
+        victims = self._driver.evict(want) if host is None else self._evict_to_host(want)
         freed = 0
         if victims:
             values = []
             empty = self._slots.empty
+            gone = 0
             for node in victims:
                 freed += node.num_tokens
-                values.append(node.value)
-                node.value = empty  # its slots are the pool's again: node_slots must not show them
+                if node.value is not None:  # (None: demoted to host, settled below)
+                    values.append(node.value)
+                    node.value = empty  # its slots are the pool's again: node_slots shows none
+                    gone += 1
+            if gone < len(victims):
+                values.extend(self._settle_demotions())
             self._evictable -= freed
-            self._num_nodes -= len(victims)
+            self._num_nodes -= gone
             self._slots.release(values)
         st = self.stats
         st.evict_calls += 1
@@ -664,6 +893,142 @@ class RadixCache:
         st.evicted_nodes += len(victims)
         st.eviction_seconds += time.perf_counter() - t0
         return freed
+
+    def _evict_to_host(self, want: int) -> list[TreeNode]:
+        """The device driver's eviction, backed-up victims demoted to host-only."""
+        host = self._host
+        assert host is not None
+        self._demoted = []
+        try:
+            victims = self._driver.evict(want, self._demote)
+        except BaseException:
+            for node, value in self._demoted:  # the driver linked them back on device
+                node.value = value
+            self._demoted = []
+            raise
+        for node in victims:
+            if node.parent is None and node.host_children:
+                host.drop_host_subtree(node)  # unreachable now: gone from host too
+        return victims
+
+    def _demote(self, node: TreeNode) -> bool:
+        """Keep device victim ``node`` on host only, backing it up first under write_back.
+
+        False: it has no host copy and gets none (write_through with a count
+        below the threshold, or a full host tier), so it leaves the tree.
+        """
+        host = self._host
+        assert host is not None
+        if node.host_value is None and not (host.write_back and host.back_up(node)):
+            return False
+        self._demoted.append((node, node.value))
+        node.value = None
+        host.offer(node)  # a host leaf, unless host-only children hang below it
+        return True
+
+    def _settle_demotions(self) -> list[Any]:
+        """Count the demotions of the eviction that just ended; return their device values."""
+        host = self._host
+        assert host is not None
+        values = []
+        tokens = 0
+        for node, value in self._demoted:
+            values.append(value)
+            tokens += node.num_tokens
+        self._demoted = []
+        host.host_only_tokens += tokens
+        host.stats.demoted_tokens += tokens
+        return values
+
+    def load_back(self, node: TreeNode | Any) -> torch.Tensor | None:
+        """Bring host-only ``node`` and its host-only ancestors back to the device.
+
+        ``node`` is a match's ``host_node``. Device slots are allocated for the
+        host-only path (evicting device KV for room, the path's device end
+        locked meanwhile and the path pinned on host); returns them, in path
+        order, or None, changing nothing, when the device has no room or the
+        host part is shorter than the tier's ``load_back_threshold``. The
+        loaded nodes are on both tiers; lock ``node`` to keep them.
+        """
+        me = get_ident()
+        if self._busy:
+            raise self._refuse("load_back", me)
+        self._busy = me
+        self._busy_op = "load_back"
+        try:
+            return self._load_back(node)
+        finally:
+            self._busy = 0
+
+    def _load_back(self, node: TreeNode | Any) -> torch.Tensor | None:
+        host = self._host
+        if host is None:
+            raise ValueError("load_back: this cache has no host tier")
+        if type(node) is not TreeNode and not isinstance(node, TreeNode):
+            raise self._foreign_node("load_back", node)
+        if node.value is not None:
+            raise ValueError("load_back: node is on device already (nothing to load)")
+        path: list[TreeNode] = []
+        x: TreeNode | None = node
+        while x is not None and x.value is None:
+            path.append(x)
+            x = x.parent
+        if x is None or node.parent is None:
+            raise self._foreign_node("load_back", node)
+        anchor = x  # the device-resident end of the path
+        path.reverse()
+        tokens = sum(y.num_tokens for y in path)
+        st = host.stats
+        if tokens < host.load_back_threshold:
+            return None
+        short = tokens - self.pool.available_size()
+        if short > 0:
+            for y in path:
+                y.host_lock_ref += 1
+            self._inc_lock_ref(anchor)
+            try:
+                self._evict(short)
+            finally:
+                self._dec_lock_ref(anchor)
+                for y in path:
+                    y.host_lock_ref -= 1
+        new = self.pool.alloc(tokens) if self.pool.available_size() >= tokens else None
+        if new is None:
+            st.load_back_failed_tokens += tokens
+            self._offer_host(node, None)
+            return None
+        claimed = self._slots.claim(new, 0, tokens)
+        parent = anchor
+        lo = anchor.prefix_len
+        for y in path:
+            self._unevict(parent, y, claimed, lo)
+            parent = y
+        self._adopt_unevicted(path)
+        host.stats.unevicted_tokens -= tokens  # counted as loaded, not as given fresh KV
+        st.loaded_tokens += tokens
+        st.load_back_calls += 1
+        self._driver.offer(node)
+        return new
+
+    def evict_host(self, num_tokens: SupportsIndex) -> int:
+        """Free at least ``num_tokens`` tokens of host-only KV, lowest host score first."""
+        host = self._host
+        if host is None:
+            raise ValueError("evict_host: this cache has no host tier")
+        want = check_int("num_tokens", num_tokens, 1)
+        me = get_ident()
+        if self._busy:
+            raise self._refuse("evict_host", me)
+        self._busy = me
+        self._busy_op = "evict_host"
+        try:
+            return host.evict(want)
+        finally:
+            self._busy = 0
+
+    def host_evictable_leaves(self) -> list[TreeNode]:
+        """The host-only nodes the host tier may evict next (empty without a host tier)."""
+        return self._host.candidates() if self._host is not None else []
 
     # ------------------------------------------------------------------ reset
     def reset(self) -> None:
@@ -682,24 +1047,35 @@ class RadixCache:
         if self._protected:
             raise RuntimeError(f"reset: {self._protected} tokens are locked; unlock them first")
         nodes = self.iter_nodes()
-        values = [x.value for x in nodes]
+        values = [x.value for x in nodes if x.value is not None]
         if values:
             self._slots.release(values)  # first: if the pool refuses, the tree is as it was
+        host = self._host
+        if host is not None:
+            copies = [x.host_value for x in nodes if x.host_value is not None]
+            if copies:
+                host.pool.release_pages(copies)
+            host.reset()
         empty = self._slots.empty
         for x in nodes:  # detached and empty, as an evicted node is
             x.parent = None
             x.value = empty
+            x.host_value = None
+            x.host_children = None
         self._init_tree()
         self._driver.clear()
 
     def iter_nodes(self) -> list[TreeNode]:
         """Every node except the root, parents before children."""
         out: list[TreeNode] = []
-        stack = list(self._root.children.values())
+        stack = [self._root]
         while stack:
             x = stack.pop()
-            out.append(x)
+            if x is not self._root:
+                out.append(x)
             stack.extend(x.children.values())
+            if x.host_children:
+                stack.extend(x.host_children.values())
         return out
 
     def node_slots(self, node: TreeNode | Any) -> torch.Tensor:
@@ -710,8 +1086,8 @@ class RadixCache:
         """
         if type(node) is not TreeNode and not isinstance(node, TreeNode):
             raise self._foreign_node("node_slots", node)
-        if node is self._root or node.parent is None:
-            return self._empty
+        if node is self._root or node.parent is None or node.value is None:
+            return self._empty  # (a host-only node's KV is on host: host_tier.pool's pages)
         return self._slots.to_tensor([node.value])
 
     def evictable_leaves(self) -> list[TreeNode]:

@@ -39,6 +39,9 @@ class TreeNode:
         "creation_time",
         "history_len",
         "hit_count",
+        "host_children",
+        "host_lock_ref",
+        "host_value",
         "key_bytes",
         "last_access_time",
         "lock_ref",
@@ -70,6 +73,10 @@ class TreeNode:
         self.priority = priority
         self.lock_ref = 0
         self.context: Any = None  # a RequestContext (not imported: the tree stays standalone)
+        # The host tier's fields (None/0 without one): see the class docstring.
+        self.host_value: Any = None
+        self.host_children: dict[bytes, TreeNode] | None = None
+        self.host_lock_ref = 0  # pinned on host while a load-back is in progress
         self._heap_seq = -1
 
     @property

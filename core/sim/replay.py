@@ -4,7 +4,9 @@ The per-request operation sequence is the harness's (``../peer/sglang_bench.py``
 ``replay_radix_evict``), so for the same workload, pool and policy the figures
 here equal the harness's radix-evict row:
 
-    arrive:  m = match_prefix(prompt); inc_lock_ref(m.last_node)
+    arrive:  m = match_prefix(prompt)
+             (host tier: m.host_len > 0 -> load_back(m.host_node), which then is the node)
+             inc_lock_ref(m.last_node)
              need = round_up(prompt + output - hit, page); evict the shortfall
              new = alloc(need)  (None: unlock, count a failed admission)
     finish:  insert(prompt+output cut to pages, row, priority=p, prev_prefix_len=hit)
@@ -29,6 +31,7 @@ import numpy as np
 import torch
 
 from radix_evict.cache.args import check_int
+from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.cache.pool import KVPool
 from radix_evict.cache.radix_cache import RadixCache
 from radix_evict.errors import RadixEvictError
@@ -36,6 +39,7 @@ from radix_evict.policies.config import ConfigInput
 from radix_evict.policies.contract import DEFAULT_POLICY, EvictionPolicy
 from radix_evict.sim.configs import NONE, RunConfig, describe_workload, resolve_config
 from radix_evict.sim.results import (
+    HostFigures,
     MatrixResult,
     ReplayResult,
     RequestRecord,
@@ -95,8 +99,12 @@ class _Setup:
 
 
 def _set_up(workload: Workload, policy: str | EvictionPolicy, policy_config: Any,
-            pool_tokens: int | None, page_size: int) -> _Setup:
-    """Round the pool to whole pages, resolve the config, build the pool and the cache."""
+            pool_tokens: int | None, page_size: int,
+            host: HostTierSpec | None = None) -> _Setup:
+    """Round the pool to whole pages, resolve the config, build the pool and the cache.
+
+    A host tier of less than a page is no host tier: the replay is the one-tier one.
+    """
     P = check_int("page_size", page_size, 1)
     requested = workload.default_pool_tokens if pool_tokens is None else int(pool_tokens)
     pool_size = requested // P * P
@@ -110,10 +118,14 @@ def _set_up(workload: Workload, policy: str | EvictionPolicy, policy_config: Any
     else:  # a policy object carries its own config
         run_config = RunConfig(None, NONE)
     pool = KVPool(size=pool_size, page_size=P, device="cpu", layers=0)
+    if host is not None and host.size_for(pool_size, P) == 0:
+        host = None
+    tier: dict[str, Any] = {} if host is None else {"host_tier": host}
     if isinstance(policy, str):
-        cache = RadixCache(pool, page_size=P, policy=policy, policy_config=run_config.config)
+        cache = RadixCache(pool, page_size=P, policy=policy, policy_config=run_config.config,
+                           **tier)
     else:
-        cache = RadixCache(pool, page_size=P, policy=policy)
+        cache = RadixCache(pool, page_size=P, policy=policy, **tier)
     return _Setup(name, run_config, pool, cache, pool_size, P)
 
 
@@ -147,6 +159,14 @@ class _Loop:
         m = cache.match_prefix(prompt, ctx)
         hit = m.prefix_len
         node = m.last_node
+        prefix = m.indices
+        if m.host_len:
+            loaded = cache.load_back(m.host_node)
+            if loaded is not None:
+                hit += m.host_len
+                tally.host_hits += m.host_len
+                node = m.host_node
+                prefix = torch.from_numpy(np.concatenate([prefix.numpy(), loaded.numpy()]))
         cache.inc_lock_ref(node)
         need = -(-(plen + len(req.output) - hit) // P) * P
         short = need - pool.available_size()
@@ -160,9 +180,9 @@ class _Loop:
             cache.dec_lock_ref(node)
             self.t_cache += cpu() - t0
             self.state[req.rid] = None
+            tally.host_hits -= hit - m.prefix_len  # a failed admission counts no hit
             tally.record(req, plen, 0, now, admitted=False)
             return
-        prefix = m.indices
         self.t_cache += cpu() - t0
         # numpy joins the row: torch.cat of large cpu tensors wakes torch's thread
         # pool, which costs far more than the copy on a busy machine.
@@ -261,6 +281,7 @@ def _result(workload: Workload, s: _Setup, tally: Tally, times: tuple[float, flo
         end_protected_tokens=cache.protected_size(),
         end_evictable_tokens=cache.evictable_size(),
         end_available_tokens=pool.available_size(),
+        host=host_figures(cache, tally),
         workload_info=(
             describe_workload(workload) if workload_info is None
             else copy.deepcopy(workload_info)
@@ -284,6 +305,7 @@ def replay(
     workload_info: dict[str, Any] | None = None,
     timing: TimingSpec | None = None,
     on_admit: Callable[[Request], None] | None = None,
+    host: HostTierSpec | None = None,
 ) -> ReplayResult:
     """Replay ``workload`` through a fresh cache and return its figures.
 
@@ -300,10 +322,13 @@ def replay(
     virtual time instead (:mod:`radix_evict.sim.timed`): the result's ``timing``
     holds TTFT, queueing, TPOT, SLO and throughput figures; ``on_admit(request)``
     is called as each request is first admitted (the timed oracle's clock).
+    ``host`` adds a host tier (SGLang's HiCache; less than a page: none): a
+    match that reaches host-only KV loads it back, and the result's ``host``
+    splits the hits between the tiers and counts the traffic.
     Raises ReplayError if, after the replay, a lock is still held or the pool
     and the tree do not account for every slot.
     """
-    s = _set_up(workload, policy, policy_config, pool_tokens, page_size)
+    s = _set_up(workload, policy, policy_config, pool_tokens, page_size, host)
     tally = Tally(workload.num_requests, timeline_points, keep_requests)
     if timing is not None:
         from radix_evict.sim.timed.run import serve
@@ -328,6 +353,40 @@ def contexts_for(workload: Workload, cache: RadixCache) -> ContextFn | None:
     return None
 
 
+def host_figures(cache: RadixCache, tally: Tally) -> HostFigures | None:
+    """The host tier's figures of a finished replay (None without a host tier)."""
+    host = cache.host_tier
+    if host is None:
+        return None
+    st = host.stats
+    prompts = tally.prompts
+    device_hits = tally.hits - tally.host_hits
+
+    def share(x: int) -> float:
+        return x / prompts if prompts else 0.0
+
+    return HostFigures(
+        host_tokens=host.size,
+        write_policy=host.write_policy,
+        write_threshold=host.threshold,
+        host_policy=str(host.policy.name),
+        device_hit_tokens=device_hits,
+        host_hit_tokens=tally.host_hits,
+        device_hit_rate=share(device_hits),
+        host_hit_rate=share(tally.host_hits),
+        miss_rate=share(prompts - tally.hits),
+        written_tokens=st.written_tokens,
+        loaded_tokens=st.loaded_tokens,
+        host_evicted_tokens=st.evicted_tokens,
+        host_evictions=st.evicted_nodes,
+        reclaimed_tokens=st.reclaimed_tokens,
+        dropped_tokens=st.dropped_tokens,
+        write_failed_tokens=st.write_failed_tokens,
+        load_back_failed_tokens=st.load_back_failed_tokens,
+        copy_wait_s=tally.copy_wait_s,
+    )
+
+
 def _check_accounting(cache: RadixCache, pool: KVPool, pool_size: int) -> None:
     """The harness's end-of-replay check: no lock held, no slot leaked or freed twice."""
     if cache.protected_size() != 0:
@@ -337,3 +396,13 @@ def _check_accounting(cache: RadixCache, pool: KVPool, pool_size: int) -> None:
             f"pool.available_size() {pool.available_size()} + evictable_size() "
             f"{cache.evictable_size()} != pool {pool_size} (leaked or double-freed slots)"
         )
+    host = cache.host_tier
+    if host is not None:
+        st = host.stats
+        kept = st.written_tokens - st.evicted_tokens - st.reclaimed_tokens - st.dropped_tokens
+        if host.used_tokens() != kept:
+            raise ReplayError(
+                f"host tier holds {host.used_tokens()} tokens but written {st.written_tokens} - "
+                f"evicted {st.evicted_tokens} - reclaimed {st.reclaimed_tokens} - dropped "
+                f"{st.dropped_tokens} = {kept} (leaked or double-freed host pages)"
+            )

@@ -58,6 +58,37 @@ class RequestRecord:
 
 
 @dataclass
+class HostFigures:
+    """A two-tier replay's figures: where the prompt tokens were found, and the traffic.
+
+    ``device_hit_rate + host_hit_rate + miss_rate`` is 1 (of the prompt tokens);
+    a host hit is a prompt token loaded back from the host tier.
+    """
+
+    host_tokens: int
+    write_policy: str
+    write_threshold: int
+    host_policy: str
+    device_hit_tokens: int
+    host_hit_tokens: int
+    device_hit_rate: float
+    host_hit_rate: float
+    miss_rate: float
+    written_tokens: int
+    loaded_tokens: int
+    host_evicted_tokens: int
+    host_evictions: int
+    reclaimed_tokens: int
+    dropped_tokens: int
+    write_failed_tokens: int
+    load_back_failed_tokens: int
+    copy_wait_s: float = 0.0  # timed replay: virtual seconds steps waited for host copies
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class ReplayResult:
     """Figures of one replay; names follow the harness's JSON where it has them."""
 
@@ -95,6 +126,7 @@ class ReplayResult:
     workload_info: dict[str, Any] = field(default_factory=dict)
     per_request: list[RequestRecord] | None = None
     timing: Any = None  # radix_evict.sim.timed.figures.TimedFigures of a timed replay
+    host: HostFigures | None = None  # a two-tier replay's host-tier figures
 
     @property
     def tier_hit_rates(self) -> dict[int, float]:
@@ -102,7 +134,7 @@ class ReplayResult:
         return {p: t.hit_rate for p, t in sorted(self.tiers.items())}
 
     def to_dict(self) -> dict[str, Any]:
-        skip = ("tiers", "kinds", "timeline", "per_request", "timing")
+        skip = ("tiers", "kinds", "timeline", "per_request", "timing", "host")
         d: dict[str, Any] = {k: v for k, v in asdict(self).items() if k not in skip}
         d["tiers"] = [{**t.to_dict(), "priority": p} for p, t in sorted(self.tiers.items())]
         d["tier_hit_rates"] = {str(p): r for p, r in self.tier_hit_rates.items()}
@@ -112,6 +144,8 @@ class ReplayResult:
             d["per_request"] = [asdict(r) for r in self.per_request]
         if self.timing is not None:
             d.update(self.timing.to_dict())
+        if self.host is not None:
+            d["host"] = self.host.to_dict()
         return d
 
 

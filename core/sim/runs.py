@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.policies.contract import PolicyConfig
 from radix_evict.policies.registry import registry
 from radix_evict.sim.configs import RunConfig, config_dict, describe_workload, resolve_config
@@ -111,14 +112,15 @@ def run_replays(
 
 def _token_replay(pool_tokens: int | None, page_size: int, timeline_points: int,
                   infos: Mapping[int, dict[str, Any]],
-                  timing: TimingSpec | None = None) -> ReplayFn[ReplayResult]:
+                  timing: TimingSpec | None = None,
+                  host: HostTierSpec | None = None) -> ReplayFn[ReplayResult]:
     """The token replay as a :data:`ReplayFn`; ``infos``: each workload's description, by id()."""
 
     def run(w: Workload, r: PolicyRun, resolved: RunConfig,
             progress: ProgressFn | None) -> ReplayResult:
         return replay(w, r.policy, resolved, pool_tokens=pool_tokens, page_size=page_size,
                       progress=progress, timeline_points=timeline_points, label=r.name,
-                      workload_info=infos[id(w)], timing=timing)
+                      workload_info=infos[id(w)], timing=timing, host=host)
 
     return run
 
@@ -143,6 +145,7 @@ def replay_policies(
     workers: int | None = 1,
     failures: list[RunFailure] | None = None,
     timing: TimingSpec | None = None,
+    host: HostTierSpec | None = None,
 ) -> list[ReplayResult]:
     """Replay one workload once per policy (x config); progress spans all of them.
 
@@ -151,12 +154,13 @@ def replay_policies(
     figures are the same either way. With a ``failures`` list, a run that
     raises (a policy whose ``score()`` fails, say) is appended there and left
     out of the results, and the other runs complete; without, it raises.
-    ``timing`` makes every replay a timed one (:mod:`radix_evict.sim.timed`).
+    ``timing`` makes every replay a timed one (:mod:`radix_evict.sim.timed`);
+    ``host`` gives every replay a host tier (:mod:`radix_evict.cache.host_tier`).
     """
     runs = as_runs(default_policies() if policies is None else policies)
     # Described here once, not in each worker (a trace's description takes ~0.2 s).
     infos = {id(workload): describe_workload(workload)}
-    fn = _token_replay(pool_tokens, page_size, timeline_points, infos, timing)
+    fn = _token_replay(pool_tokens, page_size, timeline_points, infos, timing, host)
     out = run_replays([(workload, r) for r in runs], fn, workers=workers, progress=progress,
                       keep_going=failures is not None)
     return _split(out, failures)
@@ -180,6 +184,7 @@ def policy_matrix(
     failures: list[RunFailure] | None = None,
     timing: TimingSpec | None = None,
     objective: str = "hit-rate",
+    host: HostTierSpec | None = None,
 ) -> MatrixResult:
     """Replay every workload under every policy; name a winner per workload.
 
@@ -187,13 +192,13 @@ def policy_matrix(
     ``pool_tokens=None`` uses each workload's own default pool. With a
     ``failures`` list, a run that raises goes there, and its label is left
     out of the whole matrix (a column with holes compares nothing). ``timing``
-    makes every replay a timed one; ``objective`` is what names the winners
-    (:func:`radix_evict.sim.winner.choose_by_objective`).
+    makes every replay a timed one, ``host`` a two-tier one; ``objective`` is
+    what names the winners (:func:`radix_evict.sim.winner.choose_by_objective`).
     """
     wls = [get_workload(w, seed=seed) if isinstance(w, str) else w for w in workloads]
     runs = as_runs(default_policies() if policies is None else policies)
     infos = {id(w): describe_workload(w) for w in wls}
-    fn = _token_replay(pool_tokens, page_size, timeline_points, infos, timing)
+    fn = _token_replay(pool_tokens, page_size, timeline_points, infos, timing, host)
     out = run_replays([(w, r) for w in wls for r in runs], fn, workers=workers,
                       progress=progress, keep_going=failures is not None)
     failed = {f.label for f in out if isinstance(f, RunFailure)}

@@ -30,6 +30,8 @@ class Tally:
     def __init__(self, total: int, points: int, keep: bool) -> None:
         self.records: list[RequestRecord] | None = [] if keep else None
         self.hits = self.prompts = 0
+        self.host_hits = 0  # of self.hits, the tokens loaded back from a host tier
+        self.copy_wait_s = 0.0  # virtual seconds a timed server waited for host copies
         self.uncached: list[int] = []
         self.admitted = self.failed = 0
         self.evicted = self.evict_calls = 0

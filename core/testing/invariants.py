@@ -71,6 +71,8 @@ def check_cache(cache: RadixCache, held_by_callers: Iterable[Any] = ()) -> None:
                 fail(f"{c!r}: history_len below the branch's depth")
             if c.lock_ref < 0 or (x is not root and c.lock_ref > x.lock_ref):
                 fail(f"{c!r}: lock_ref {c.lock_ref} exceeds its parent's {x.lock_ref}")
+            if c.value is None:
+                fail(f"{c!r}: a host-only node among the device children")
             if c.lock_ref:
                 protected += c.num_tokens
             else:
@@ -79,6 +81,8 @@ def check_cache(cache: RadixCache, held_by_callers: Iterable[Any] = ()) -> None:
                 leaves.add(id(c))
             owned.append(_as_np(cache.node_slots(c)))
             stack.append(c)
+    if getattr(cache, "host_tier", None) is not None:
+        count += check_host_tier(cache)
     if count != cache.num_nodes:
         fail(f"num_nodes {cache.num_nodes} but the tree has {count}")
     if (evictable, protected) != (cache.evictable_size(), cache.protected_size()):
@@ -123,3 +127,100 @@ def check_cache(cache: RadixCache, held_by_callers: Iterable[Any] = ()) -> None:
                 )
             if int((owners == state).sum()) != len(slots):
                 fail(f"the pool's owner table gives {who} slots that {who} does not hold")
+
+
+def check_host_tier(cache: RadixCache, ledger: bool = True) -> int:
+    """Raise :class:`InvariantError` unless the host tier, its pool and its counts agree.
+
+    Checked: host-only nodes sit in ``host_children`` (below a device node or
+    another host-only node), hold no device KV, no device children and no lock;
+    every host copy is whole pages of the host pool, each page held once and
+    tagged as a node's; the host pool's free + held pages are its size; the host
+    driver's candidates are exactly the host leaves. With ``ledger`` (no
+    ``reset`` since the cache was made), every token's KV is accounted for:
+    on device = inserted + given back fresh KV + loaded back - evicted from
+    device; on host only = demoted - put back on device - host-evicted - dropped;
+    held on host = written - host-evicted - reclaimed - dropped. Returns the
+    number of host-only nodes (the caller counts device nodes).
+    """
+
+    from radix_evict.cache.eviction import is_host_leaf
+
+    def fail(msg: str) -> None:
+        raise InvariantError(msg)
+
+    host = cache.host_tier
+    assert host is not None
+    P = cache.page_size
+    copies: list[np.ndarray] = []
+    host_only = host_only_tokens = 0
+    leaves: set[int] = set()
+    stack = [cache.root]
+    while stack:
+        x = stack.pop()
+        stack.extend(x.children.values())
+        if x.host_value is not None:
+            if len(x.host_value) * P != x.num_tokens:
+                fail(f"{x!r}: its host copy has {len(x.host_value)} pages for "
+                     f"{x.num_tokens} tokens")
+            copies.append(np.asarray(x.host_value, dtype=np.int64))
+        for first, c in (x.host_children or {}).items():
+            host_only += 1
+            host_only_tokens += c.num_tokens
+            if c.parent is not x:
+                fail(f"{c!r}: host-only node's parent link broken")
+            if c.key_bytes[: P * TOKEN_BYTES] != first:
+                fail(f"{c!r}: host-only node filed under the wrong first page")
+            if c.value is not None or c.host_value is None:
+                fail(f"{c!r}: filed as host-only but value={c.value!r}, host copy "
+                     f"{'present' if c.host_value is not None else 'missing'}")
+            if c.children:
+                fail(f"{c!r}: a host-only node with device children")
+            if c.lock_ref or c.host_lock_ref:
+                fail(f"{c!r}: host-only node locked (lock_ref {c.lock_ref}, "
+                     f"host_lock_ref {c.host_lock_ref}) outside a load-back")
+            if c.prefix_len != x.prefix_len + c.num_tokens:
+                fail(f"{c!r}: prefix_len {c.prefix_len} != parent's {x.prefix_len} + "
+                     f"{c.num_tokens}")
+            if is_host_leaf(c):
+                leaves.add(id(c))
+            stack.append(c)
+    held = np.concatenate(copies) if copies else np.empty(0, np.int64)
+    uniq, counts = np.unique(held, return_counts=True)
+    if (counts > 1).any():
+        fail(f"host page {int(uniq[counts > 1][0])} is held by two nodes")
+    pool = host.pool
+    if pool.available_size() + len(held) * P != host.size:
+        fail(f"host accounting: {pool.available_size()} free + {len(held) * P} held != "
+             f"host size {host.size}")
+    owners = pool.owners.states()
+    if len(held) and (owners[held] != CACHED).any():
+        fail(f"host page {int(held[owners[held] != CACHED][0])} is held by a node but the "
+             "host pool's owner table disagrees")
+    if int((owners == CACHED).sum()) != len(held):
+        fail("the host pool's owner table gives nodes pages that no node holds")
+    if host_only_tokens != host.host_only_tokens:
+        fail(f"host-only tokens: the tree has {host_only_tokens}, the tier counts "
+             f"{host.host_only_tokens}")
+    candidates = host.candidates()
+    if {id(c) for c in candidates} != leaves or len(candidates) != len(leaves):
+        fail("the host driver's candidates are not exactly the host leaves")
+    if ledger:
+        st, hs = cache.stats, host.stats
+        on_device = st.inserted_tokens + hs.unevicted_tokens + hs.loaded_tokens - st.evicted_tokens
+        if on_device != cache.total_size():
+            fail(f"device ledger: inserted {st.inserted_tokens} + fresh {hs.unevicted_tokens} + "
+                 f"loaded {hs.loaded_tokens} - evicted {st.evicted_tokens} = {on_device}, "
+                 f"but the device holds {cache.total_size()}")
+        only = (hs.demoted_tokens - hs.unevicted_tokens - hs.loaded_tokens - hs.evicted_tokens
+                - hs.dropped_tokens)
+        if only != host_only_tokens:
+            fail(f"host-only ledger: demoted {hs.demoted_tokens} - put back "
+                 f"{hs.unevicted_tokens + hs.loaded_tokens} - evicted {hs.evicted_tokens} - "
+                 f"dropped {hs.dropped_tokens} = {only}, but {host_only_tokens} are host-only")
+        kept = hs.written_tokens - hs.evicted_tokens - hs.reclaimed_tokens - hs.dropped_tokens
+        if kept != len(held) * P:
+            fail(f"host ledger: written {hs.written_tokens} - evicted {hs.evicted_tokens} - "
+                 f"reclaimed {hs.reclaimed_tokens} - dropped {hs.dropped_tokens} = {kept}, but "
+                 f"the host holds {len(held) * P}")
+    return host_only

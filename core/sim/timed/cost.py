@@ -40,6 +40,7 @@ __all__ = [
     "CostModelError",
     "DecodeCost",
     "PrefillCost",
+    "TransferCost",
     "attention_pairs",
     "load_cost_model",
     "preset_names",
@@ -78,6 +79,15 @@ class DecodeCost(_Strict):
         0.0, ge=0, description="per thousand context tokens read (all running requests)")
 
 
+class TransferCost(_Strict):
+    """Copies between device and host memory (a host tier's writes and load-backs)."""
+
+    kv_bytes_per_token: int = Field(
+        gt=0, description="KV bytes of one token, all layers, K and V (SGLang's host pool size "
+                          "per token)")
+    host_gbps: float = Field(gt=0, description="device <-> host copy bandwidth, GB/s (1e9 B)")
+
+
 class CostModel(_Strict):
     """Step times of one model on one machine; ``source`` says where the numbers come from."""
 
@@ -85,6 +95,16 @@ class CostModel(_Strict):
     source: str = ""
     prefill: PrefillCost
     decode: DecodeCost
+    transfer: TransferCost | None = None
+
+    def transfer_ms(self, tokens: int) -> float:
+        """Copying ``tokens`` tokens' KV between device and host (needs a [transfer] table)."""
+        t = self.transfer
+        if t is None:
+            raise CostModelError(
+                f"cost model {self.name!r} has no [transfer] table (kv_bytes_per_token, "
+                "host_gbps): a timed replay with a host tier needs one")
+        return tokens * t.kv_bytes_per_token / (t.host_gbps * 1e9) * 1e3
 
     def prefill_ms(self, new: int, pairs: float, cached: int = 0) -> float:
         """A prefill batch of ``new`` tokens in all making ``pairs`` attention pairs in all,
@@ -164,7 +184,8 @@ def from_mapping(data: dict[str, Any], where: str) -> CostModel:
         raise CostModelError(
             f"cost model {where}: {problems} (keys: name, source, prefill.base_ms, "
             "prefill.per_token_ms, prefill.per_mpair_ms, prefill.per_cached_ktoken_ms, "
-            "decode.base_ms, decode.per_request_ms, decode.per_ktoken_ms)"
+            "decode.base_ms, decode.per_request_ms, decode.per_ktoken_ms, "
+            "transfer.kv_bytes_per_token, transfer.host_gbps)"
         ) from None
 
 

@@ -142,6 +142,7 @@ class _Job:
         "buf",
         "chunk",
         "ctx",
+        "device_len",
         "end_step",
         "first_token",
         "full",
@@ -189,6 +190,7 @@ class _Job:
         self.gen = 0  # bumped on retraction: stale heap entries are skipped
         self.long = False  # joined the decode batch with more than the clip to go
         self.ctx: Any = None  # its RequestContext, when the policy reads them
+        self.device_len = 0  # of tree_len at its match, the part found on device (host tier)
 
 
 class Server:
@@ -235,6 +237,15 @@ class Server:
         self.contexts = contexts  # a RequestContext per request, for a policy that reads them
         self.total = total
         self.progress_every = max(1, total // 200)
+        # A host tier's copies (docs/hicache.md): load-backs overlap the next prefill layer by
+        # layer; write_back's writes block the eviction that makes them (write-through's go
+        # on a side stream, off the critical path). Counted in tokens since the last step.
+        host = cache.host_tier
+        self.host = host
+        self.charge_writes = host is not None and host.write_back
+        self.loaded_seen = self.written_seen = 0
+        if host is not None:
+            cost.transfer_ms(0)  # a cost model without a [transfer] table fails here, named
 
     # -- memory -------------------------------------------------------------------
 
@@ -255,6 +266,19 @@ class Server:
             self.t_evict += time.thread_time() - t0
             self.tally.evict_calls += 1
         return self._free() >= n
+
+    def _copies_ms(self) -> tuple[float, float]:
+        """(load-back ms, blocking write ms) of the host copies since the last step."""
+        host = self.host
+        assert host is not None
+        st = host.stats
+        loads = st.loaded_tokens - self.loaded_seen
+        self.loaded_seen = st.loaded_tokens
+        writes = 0
+        if self.charge_writes:
+            writes = st.written_tokens - self.written_seen
+            self.written_seen = st.written_tokens
+        return self.cost.transfer_ms(loads), self.cost.transfer_ms(writes)
 
     def _budget(self) -> float:
         """SGLang's ``remaining_total`` before a prefill batch: free slots plus evictable
@@ -315,13 +339,20 @@ class Server:
         for the logits of the next one.
         """
         m = self.cache.match_prefix(job.full[: max(0, job.target - 1)], job.ctx)
-        self.cache.inc_lock_ref(m.last_node)
-        job.node = m.last_node
+        node, held = m.last_node, m.prefix_len
         buf = np.empty(self._pages(job.plen + job.olen), dtype=np.int64)
-        held = m.prefix_len
         buf[:held] = m.indices.numpy()
+        job.device_len = held
+        if m.host_len:  # on host only: load it back (copy time charged to the next step)
+            loaded = self.cache.load_back(m.host_node)
+            if loaded is not None:
+                node = m.host_node
+                buf[held:held + m.host_len] = loaded.numpy()
+                held += m.host_len
+        self.cache.inc_lock_ref(node)
+        job.node = node
         job.buf, job.held = buf, held
-        job.tree_len = job.prefilled = m.prefix_len
+        job.tree_len = job.prefilled = held
 
     def _unmatch(self, job: _Job) -> None:
         self.cache.dec_lock_ref(job.node)
@@ -418,6 +449,7 @@ class Server:
             self.waiting.popleft()
             if first:
                 job.hit = min(job.tree_len, job.plen)
+                self.tally.host_hits += job.hit - min(job.device_len, job.hit)
                 job.admitted = self.now
                 self.tally.record(job.req, job.plen, job.hit, self.now, admitted=True)
             batch.append(job)
@@ -434,7 +466,14 @@ class Server:
         new = sum(j.chunk for j in batch)
         pairs = sum(attention_pairs(j.prefilled, j.chunk) for j in batch)
         cached = sum(j.prefilled for j in batch)
-        self._advance(self.cost.prefill_ms(new, pairs, cached) / 1e3)
+        compute = self.cost.prefill_ms(new, pairs, cached)
+        if self.host is None:
+            self._advance(compute / 1e3)
+        else:
+            load, write = self._copies_ms()
+            step = max(compute, load) + write  # layer by layer, the load hides under compute
+            self.tally.copy_wait_s += (step - compute) / 1e3
+            self._advance(step / 1e3)
         for job in batch:
             job.prefilled += job.chunk
             job.chunk = 0
@@ -549,7 +588,12 @@ class Server:
                 self._retract()
                 return
             steps, need = lo, self._pages_for(lo)
-        self._advance(self.cost.decode_ms(n, context, steps) / 1e3)
+        dt = self.cost.decode_ms(n, context, steps)
+        if self.charge_writes:
+            write = self._copies_ms()[1]  # write_back evictions made room for this segment
+            self.tally.copy_wait_s += write / 1e3
+            dt += write
+        self._advance(dt / 1e3)
         self.deferred += need
         self.step += steps
         self.remaining_out -= n * steps

@@ -1,0 +1,148 @@
+"""``simulate``'s host tier (SGLang's HiCache): its options, the spec they make, its table.
+
+The model is core's (:mod:`radix_evict.cache.host_tier`, docs/hicache.md); this
+module checks the options (each error names its option), validates the host
+policy's config with the registry's messages, and prints where each policy's
+hits came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from radix_evict.cache.host_tier import WRITE_POLICIES, HostTierSpec
+from radix_evict.errors import PolicyConfigError
+from radix_evict.policies import registry
+from radix_evict.sim.bound import Bound
+from radix_evict.sim.results import ReplayResult
+
+from .errors import EXIT_USAGE, CliError
+from .output import pct
+
+HostTokensOpt = Annotated[int | None, typer.Option(
+    "--host-tokens", min=0,
+    help="Add a host tier (SGLang's HiCache) of N tokens; 0 = none (the one-tier replay).")]
+HicacheRatioOpt = Annotated[float | None, typer.Option(
+    "--hicache-ratio", min=0.0,
+    help="Add a host tier sized as SGLang sizes --hicache-ratio R: floor(pool x R) rounded "
+         "down to pages, plus one page.")]
+WritePolicyOpt = Annotated[str | None, typer.Option(
+    "--write-policy",
+    help="With a host tier: write_through (default; back up every new node), "
+         "write_through_selective (on its second insert) or write_back (on device eviction).")]
+WriteThresholdOpt = Annotated[int | None, typer.Option(
+    "--write-threshold", min=1,
+    help="With a host tier: the insert count that backs a node up (default: the write "
+         "policy's, 1 or 2).")]
+HostPolicyOpt = Annotated[str | None, typer.Option(
+    "--host-policy",
+    help="With a host tier: the policy that ranks host-only nodes for host eviction "
+         "(default: the device policy, as SGLang does).")]
+HostConfigOpt = Annotated[str | None, typer.Option(
+    "--host-config", help="With --host-policy: its config (JSON or @FILE), checked strictly.")]
+
+
+def build_host(*, host_tokens: int | None, hicache_ratio: float | None,
+               write_policy: str | None, write_threshold: int | None,
+               host_policy: str | None, host_config: str | None) -> HostTierSpec | None:
+    """The HostTierSpec the options ask for (None: no host tier); errors name the option."""
+    if host_tokens is not None and hicache_ratio is not None:
+        raise CliError("give --host-tokens or --hicache-ratio, not both (SGLang: --hicache-size "
+                       "overrides the ratio; here one size is one option)", EXIT_USAGE)
+    if host_tokens is None and hicache_ratio is None:
+        given = [name for name, v in (("--write-policy", write_policy),
+                                      ("--write-threshold", write_threshold),
+                                      ("--host-policy", host_policy),
+                                      ("--host-config", host_config)) if v is not None]
+        if given:
+            raise CliError(f"{', '.join(given)}: host-tier options; add --host-tokens N or "
+                           "--hicache-ratio R", EXIT_USAGE)
+        return None
+    if hicache_ratio is not None and not hicache_ratio > 0:
+        raise CliError(f"--hicache-ratio must be above 0, got {hicache_ratio}", EXIT_USAGE)
+    policy = write_policy or WRITE_POLICIES[0]
+    if policy not in WRITE_POLICIES:
+        from radix_evict.suggest import did_you_mean
+
+        near = did_you_mean(policy, list(WRITE_POLICIES))
+        raise CliError(f"--write-policy {policy!r}: use {', '.join(WRITE_POLICIES)}"
+                       + (f"; {near}" if near else ""), EXIT_USAGE)
+    if write_threshold is not None and policy == "write_back":
+        raise CliError("--write-threshold is for write_through and write_through_selective "
+                       "(write_back writes on device eviction)", EXIT_USAGE)
+    if host_config is not None and host_policy is None:
+        raise CliError("--host-config goes with --host-policy", EXIT_USAGE)
+    config: Any = None
+    if host_policy is not None:
+        try:
+            registry.check_choice(host_policy)
+            config = registry.parse_config(host_policy, _config_text(host_config))
+        except PolicyConfigError as exc:
+            raise CliError(f"--host-policy: {exc}", EXIT_USAGE) from None
+    return HostTierSpec(
+        tokens=host_tokens, ratio=hicache_ratio, write_policy=policy,
+        write_threshold=write_threshold, policy=host_policy, policy_config=config,
+    )
+
+
+def _config_text(text: str | None) -> str | None:
+    if text is not None and text.startswith("@"):
+        try:
+            with open(text[1:], encoding="utf-8") as f:
+                return f.read()
+        except OSError as exc:
+            raise CliError(f"--host-config {text}: {exc.strerror}", EXIT_USAGE) from None
+    return text
+
+
+def host_table(results: Sequence[ReplayResult], title: str, bound: Bound | None = None) -> Table:
+    """Where each policy's prompt tokens came from, and what moved between the tiers."""
+    t = Table(title=title, title_justify="left")
+    t.add_column("policy")
+    t.add_column("host policy")
+    timed = any(r.timing is not None for r in results)
+    cols = ["device hit", "host hit", "miss", "written to host", "loaded back", "host evicted",
+            "host evictions", "reclaimed"]
+    if timed:
+        cols.append("copy wait s")
+    for col in cols:
+        t.add_column(col, justify="right")
+    for r in results:
+        h = r.host
+        assert h is not None
+        cells = [pct(h.device_hit_rate), pct(h.host_hit_rate), pct(h.miss_rate),
+                 f"{h.written_tokens:,}", f"{h.loaded_tokens:,}", f"{h.host_evicted_tokens:,}",
+                 f"{h.host_evictions:,}", f"{h.reclaimed_tokens:,}"]
+        if timed:
+            cells.append(f"{h.copy_wait_s:,.2f}")
+        t.add_row(r.label, h.host_policy, *cells)
+    h0 = results[0].host
+    assert h0 is not None
+    backup = (f"backed up at insert {h0.write_threshold}" if h0.write_threshold
+              else "backed up on device eviction")
+    t.caption = (f"host tier {h0.host_tokens:,} tokens, {h0.write_policy} ({backup}); hit = "
+                 "prompt tokens found on device / loaded back from host")
+    if timed:
+        t.caption += ("; copy wait = virtual time steps spent on load-backs past their "
+                      "prefill's compute, and on write_back's writes")
+    if bound is not None:
+        o, c = bound.oracle.hit_rate, bound.ceiling.hit_rate
+        t.add_row("bound", "", pct(o), pct(max(0.0, c - o)), pct(1 - c),
+                  *[""] * (len(cols) - 3), end_section=True)
+        t.caption += ("\nbound = Belady on the device with an unbounded host tier: the device "
+                      "serves Belady's hits, the host every other prefix seen before (the "
+                      "infinite-pool ceiling); no host size or policy pair does better")
+    return t
+
+
+def host_json(spec: HostTierSpec) -> dict[str, Any]:
+    """The top-level key --json adds for a two-tier replay."""
+    policy = spec.policy if isinstance(spec.policy, str) or spec.policy is None else "object"
+    return {"host_tier": {"tokens": spec.tokens, "hicache_ratio": spec.ratio,
+                          "write_policy": spec.write_policy,
+                          "write_threshold": spec.threshold or None,
+                          "host_policy": policy}}
