@@ -13,6 +13,7 @@ SGLang is imported only by the modules of this package, and only when they are c
 __all__ = [
     "adapter",
     "check",
+    "context",
     "events",
     "legacy_events",
     "native",

@@ -1,8 +1,9 @@
 """SGLang's tree nodes seen through radix-evict's node contract, and a strategy around a policy.
 
 A radix-evict policy reads ``last_access_time``, ``creation_time``, ``hit_count``,
-``priority``, ``num_tokens``, ``prefix_len``, ``history_len``, ``lock_ref``, ``parent``
-and ``children``. SGLang's nodes keep some of these under other names:
+``priority``, ``num_tokens``, ``prefix_len``, ``history_len``, ``lock_ref``, ``parent``,
+``children`` and (one with ``uses_context``) ``context``. SGLang's nodes keep some of
+these under other names:
 
 - unified tree (``UnifiedTreeNode``, Python core): ``num_tokens`` is ``len(key)``; the
   depth and the branch high-water mark are ``_tlru_cached_prefix_len`` and
@@ -13,6 +14,9 @@ and ``children``. SGLang's nodes keep some of these under other names:
   the path and ``history_len`` is the node's current depth (no high-water mark). Its own
   times are ``time.monotonic()`` seconds; a policy reads instead the logical ticks the
   plugin stamps beside them (:mod:`radix_evict.sglang.legacy_events`), radix-evict's clock.
+- both: ``context`` is the :class:`~radix_evict.RequestContext` the plugin records beside
+  SGLang's fields for a policy with ``uses_context`` (:mod:`radix_evict.sglang.context`),
+  None on a node no such request touched.
 
 A view compares equal to (and hashes as) any other view of the same SGLang node, so a
 stateful policy can keep views in sets and dicts; ``key_bytes`` makes
@@ -32,6 +36,7 @@ import numpy as np
 
 from radix_evict.errors import PolicyError
 from radix_evict.policies.contract import EvictionPolicy, Score
+from radix_evict.sglang.context import NODE_CONTEXT
 
 _FULL = 0  # ComponentType.FULL: the component whose lock protects a node's KV
 # The logical ticks the plugin stamps on a legacy node (radix-evict's clock), beside
@@ -80,6 +85,11 @@ class UnifiedNode:
     @property
     def lock_ref(self) -> int:
         return self._node.component_data[_FULL].lock_ref
+
+    @property
+    def context(self) -> Any:
+        """The last request (with a context) that touched the node: a RequestContext, or None."""
+        return getattr(self._node, NODE_CONTEXT, None)
 
     @property
     def parent(self) -> UnifiedNode | None:
@@ -162,13 +172,15 @@ class BridgedStrategy:
     """An SGLang eviction strategy that asks a radix-evict policy (lowest evicted first).
 
     ``events`` (None for a policy without lifecycle callbacks) is what the plugin's tree
-    wrappers deliver SGLang's tree events through.
+    wrappers deliver SGLang's tree events through; ``uses_context`` (the policy's) tells
+    them to record each request's context on the nodes it touches.
     """
 
     def __init__(self, policy: EvictionPolicy, events: Any = None) -> None:
         self.policy = policy
         self.name = policy.name
         self.events = events
+        self.uses_context = bool(getattr(policy, "uses_context", False))
         # The views below stand in for TreeNode: they have the fields a score reads.
         self._score: Callable[[Any], Score] = policy.score
         self._view: type[UnifiedNode] | None = None  # chosen by the first node seen

@@ -101,3 +101,9 @@ def events_of(tree: Any) -> Events | None:
     if type(strategy) is BridgedStrategy:
         return strategy.events
     return None
+
+
+def bridge_of(tree: Any) -> BridgedStrategy | None:
+    """The radix-evict strategy SGLang's ``tree`` runs (None: one of SGLang's own)."""
+    strategy = getattr(tree, "eviction_strategy", None)
+    return strategy if type(strategy) is BridgedStrategy else None

@@ -21,6 +21,12 @@ victim's KV before unlinking it, so for a policy with ``on_evict`` the plugin ru
 same eviction (every evictable leaf scored, lowest popped first, a parent left
 childless and unlocked scored and pushed) calling ``on_evict`` before anything happens
 to the victim.
+
+For a policy with ``uses_context`` the plugin also records the request's context
+(:mod:`radix_evict.sglang.context`), before the callbacks: ``match_prefix(params)`` with
+``params.req`` and ``checkpoint(req, ...)`` hand it to the tree for the call; the walk then
+records it on its stamped path (a lookup) or on the path it walked and the leaf it added
+(an insert), and a split's head keeps the tail's.
 """
 
 from __future__ import annotations
@@ -31,8 +37,9 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from radix_evict.sglang import context
 from radix_evict.sglang.adapter import LEGACY_ACCESS, LEGACY_CREATED, BridgedStrategy, LegacyNode
-from radix_evict.sglang.events import events_of
+from radix_evict.sglang.events import bridge_of, events_of
 from radix_evict.sglang.patching import Changes
 
 Method = Callable[..., Any]
@@ -76,6 +83,9 @@ def _match_prefix_helper(original: Method) -> Method:
             if x.parent is not None:
                 path.append(x)
             x = x.parent
+        ctx = getattr(self, context.TREE_REQUEST, None)  # a lookup with a request
+        if path and ctx is not None:
+            context.record(path, ctx)
         ev = events_of(self)
         if path and ev is not None and ev.on_hit is not None:
             path.reverse()
@@ -88,8 +98,11 @@ def _match_prefix_helper(original: Method) -> Method:
 def _split_node(original: Method) -> Method:
     def _split_node(self: Any, key: Any, child: Any, split_len: int) -> Any:
         head = original(self, key, child, split_len)
-        if not _bridged(self):
+        s = bridge_of(self)
+        if s is None:
             return head
+        if s.uses_context:
+            context.inherit(head, child)
         op = getattr(self, _OP, None)
         if op is not None and op[0] == "insert":
             c = op[1] + 1.0 + _depth(head)  # the root's tick, then one per node walked
@@ -140,6 +153,11 @@ def _insert_helper(original: Method) -> Method:
             setattr(leaf, LEGACY_CREATED, clock + 2.0)
             clock += 2.0
         setattr(self, _CLOCK, clock)
+        ctx = getattr(self, context.TREE_REQUEST, None)  # an insert inside a checkpoint
+        if ctx is not None:
+            context.record(path, ctx)
+            if leaf is not None:
+                context.record((leaf,), ctx)
         if leaf is not None:
             ev = events_of(self)
             if ev is not None and ev.on_insert is not None:
@@ -149,11 +167,39 @@ def _insert_helper(original: Method) -> Method:
     return _insert_helper
 
 
+def _reads_context(tree: Any) -> bool:
+    s = bridge_of(tree)
+    return s is not None and s.uses_context
+
+
+def _with_request(tree: Any, ctx: Any, call: Callable[[], Any]) -> Any:
+    """``call()`` with the tree holding the request's context ``ctx`` (None: no request)."""
+    prev = getattr(tree, context.TREE_REQUEST, None)
+    setattr(tree, context.TREE_REQUEST, ctx)
+    try:
+        return call()
+    finally:
+        setattr(tree, context.TREE_REQUEST, prev)
+
+
+def _match_prefix(original: Method) -> Method:
+    def match_prefix(self: Any, params: Any) -> Any:
+        if not _reads_context(self):
+            return original(self, params)
+        ctx = context.of_req(getattr(params, "req", None))
+        return _with_request(self, ctx, lambda: original(self, params))
+
+    return match_prefix
+
+
 def _checkpoint(original: Method) -> Method:
-    def checkpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def checkpoint(self: Any, req: Any, *args: Any, **kwargs: Any) -> Any:
         setattr(self, _QUIET, True)
         try:
-            return original(self, *args, **kwargs)
+            if not _reads_context(self):
+                return original(self, req, *args, **kwargs)
+            ctx = context.at_checkpoint(req)
+            return _with_request(self, ctx, lambda: original(self, req, *args, **kwargs))
         finally:
             setattr(self, _QUIET, False)
 
@@ -190,6 +236,7 @@ def install(module: types.ModuleType, changes: Changes) -> None:
     """Wrap the legacy ``RadixCache``'s event points (undone with ``changes``)."""
     tree = module.RadixCache
     wrappers: dict[str, Method] = {
+        "match_prefix": _match_prefix(tree.__dict__["match_prefix"]),
         "_match_prefix_helper": _match_prefix_helper(tree.__dict__["_match_prefix_helper"]),
         "_split_node": _split_node(tree.__dict__["_split_node"]),
         "_insert_helper": _insert_helper(tree.__dict__["_insert_helper"]),

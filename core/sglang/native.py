@@ -21,6 +21,7 @@ CHOICES_MODULE = "sglang.srt.arg_groups.choices"
 STRATEGIES_MODULE = "sglang.srt.mem_cache.utils"
 TREE_CORE_REGISTRY_MODULE = "sglang.srt.mem_cache.unified_cache.tree_core_registry"
 PYTHON_TREE_CORE_MODULE = "sglang.srt.mem_cache.unified_cache.unified_tree_core"
+UNIFIED_CACHE_MODULE = "sglang.srt.mem_cache.unified_radix_cache"
 LEGACY_TREE_MODULE = "sglang.srt.mem_cache.radix_cache"
 
 TREE_CORE_ENV = "SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND"  # default "rust"

@@ -14,7 +14,10 @@ server arguments are parsed. It:
 4. once SGLang imports its Python core and its legacy tree: delivers their tree events to
    a stateful policy's lifecycle callbacks (:mod:`radix_evict.sglang.unified_events`,
    :mod:`radix_evict.sglang.legacy_events`), and gives the legacy tree's nodes
-   radix-evict's logical clock.
+   radix-evict's logical clock;
+5. for a policy with ``uses_context``: records each request's context on the nodes its
+   lookups and checkpoints touch (:mod:`radix_evict.sglang.context`; for the unified
+   tree, once SGLang imports ``UnifiedRadixCache``, whose ``checkpoint`` it wraps).
 
 Importing this module changes nothing. :func:`register` is idempotent, imports no heavy
 SGLang module itself (steps 2 and 3 wait for SGLang's own imports), and never raises: if
@@ -107,11 +110,15 @@ def _install(reg: Registry) -> Installed:
         def patch_legacy_tree(module: types.ModuleType) -> None:
             _patch_legacy_tree(module, inst)
 
+        def patch_unified_cache(module: types.ModuleType) -> None:
+            _patch_unified_cache(module, inst)
+
         for module_name, patch in (
             (native.STRATEGIES_MODULE, patch_strategies),
             (native.TREE_CORE_REGISTRY_MODULE, patch_routing),
             (native.PYTHON_TREE_CORE_MODULE, patch_python_core),
             (native.LEGACY_TREE_MODULE, patch_legacy_tree),
+            (native.UNIFIED_CACHE_MODULE, patch_unified_cache),
         ):
             inst.pending.append((module_name, patch))
             when_imported(module_name, patch)
@@ -207,6 +214,16 @@ def _patch_legacy_tree(module: types.ModuleType, inst: Installed) -> None:
         legacy_events.install(module, inst.changes)
     except Exception:
         logger.exception("radix-evict: could not deliver tree events in SGLang's legacy tree")
+
+
+def _patch_unified_cache(module: types.ModuleType, inst: Installed) -> None:
+    if not _guarded(module.__name__, inst) or _installed_changes_gone(inst):
+        return
+    try:
+        unified_events.install_checkpoint(module.UnifiedRadixCache, inst.changes)
+    except Exception:
+        logger.exception("radix-evict: could not pass request contexts to SGLang's unified "
+                         "tree's checkpoints")
 
 
 def _installed_changes_gone(inst: Installed) -> bool:

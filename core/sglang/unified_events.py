@@ -11,9 +11,15 @@ Where each event happens in SGLang 0.5.23's ``unified_tree_core``:
 - evict: ``_delete_unbacked_device_leaf(node, ...)`` removes a device leaf that has no
   host copy (the only kind a tree without HiCache has), before it frees anything.
 
-Each wrapper costs one attribute test when the tree's policy defines no callback. The
-Rust core runs no radix-evict policy (:mod:`radix_evict.sglang.routing` sends them all
-here), so it needs none.
+For a policy with ``uses_context`` the same points record the request's context
+(:mod:`radix_evict.sglang.context`) before the callbacks run: a lookup with a request
+(``params.req``) on its stamped path, an insert inside ``UnifiedRadixCache.checkpoint``
+(which :func:`install_checkpoint` wraps: it hands the tree core the request's context for
+the call) on the path it walked and the leaf it added, a split's head the tail's.
+
+Each wrapper costs one attribute test when the tree's policy defines no callback and
+reads no context. The Rust core runs no radix-evict policy
+(:mod:`radix_evict.sglang.routing` sends them all here), so it needs none.
 """
 
 from __future__ import annotations
@@ -21,27 +27,42 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from radix_evict.sglang import context
 from radix_evict.sglang.adapter import UnifiedNode
-from radix_evict.sglang.events import events_of
+from radix_evict.sglang.events import bridge_of, events_of
 from radix_evict.sglang.patching import Changes
 
 Method = Callable[..., Any]
 
 
+def _path(tree: Any, node: Any) -> list[Any]:
+    """``node`` and its ancestors, root excluded, shallow to deep."""
+    root = tree.root_node
+    path = []
+    while node is not None and node is not root:
+        path.append(node)
+        node = node.parent
+    path.reverse()
+    return path
+
+
 def _match_prefix(original: Method) -> Method:
     def match_prefix(self: Any, params: Any) -> Any:
         result = original(self, params)
-        ev = events_of(self)
-        if ev is not None and ev.on_hit is not None:
-            root = self.root_node
-            x = self.node_by_id(result.best_match_node)
-            path = []
-            while x is not None and x is not root:
-                path.append(x)
-                x = x.parent
+        s = bridge_of(self)
+        if s is None:
+            return result
+        ev = s.events
+        hits = ev is not None and ev.on_hit is not None
+        ctx = context.of_req(getattr(params, "req", None)) if s.uses_context else None
+        if hits or ctx is not None:
+            path = _path(self, self.node_by_id(result.best_match_node))
             if path:
-                path.reverse()
-                ev.hits(UnifiedNode, path)
+                if ctx is not None:
+                    context.record(path, ctx)
+                if hits:
+                    assert ev is not None
+                    ev.hits(UnifiedNode, path)
         return result
 
     return match_prefix
@@ -50,9 +71,13 @@ def _match_prefix(original: Method) -> Method:
 def _split_node(original: Method) -> Method:
     def _split_node(self: Any, key: Any, child: Any, split_len: int) -> Any:
         out = original(self, key, child, split_len)
-        ev = events_of(self)
-        if ev is not None and ev.on_split is not None:
-            ev.split(UnifiedNode, out[0], child)
+        s = bridge_of(self)
+        if s is not None:
+            if s.uses_context:
+                context.inherit(out[0], child)
+            ev = s.events
+            if ev is not None and ev.on_split is not None:
+                ev.split(UnifiedNode, out[0], child)
         return out
 
     return _split_node
@@ -61,6 +86,9 @@ def _split_node(original: Method) -> Method:
 def _insert_tail_step(original: Method) -> Method:
     def _insert_tail_step(self: Any, state: Any) -> None:
         original(self, state)
+        ctx = getattr(self, context.TREE_REQUEST, None)  # set inside a checkpoint only
+        if ctx is not None:
+            context.record(_path(self, state.target_node), ctx)
         if state.is_new_leaf:
             ev = events_of(self)
             if ev is not None and ev.on_insert is not None:
@@ -90,8 +118,33 @@ WRAPPERS: dict[str, Callable[[Method], Method]] = {
 def install(core: type, changes: Changes) -> None:
     """Wrap ``UnifiedTreeCore``'s event points (undone with ``changes``)."""
     for name, wrap in WRAPPERS.items():
-        original = core.__dict__[name]
-        wrapped = wrap(original)
-        wrapped.__wrapped__ = original  # type: ignore[attr-defined]
-        wrapped.__qualname__ = f"{core.__qualname__}.{name}"
-        changes.set_attr(core, name, wrapped)
+        _wrap(core, name, wrap, changes)
+
+
+def _checkpoint(original: Method) -> Method:
+    def checkpoint(self: Any, req: Any, *args: Any, **kwargs: Any) -> Any:
+        core = getattr(self, "tree_core", None)
+        s = bridge_of(core)
+        if s is None or not s.uses_context:
+            return original(self, req, *args, **kwargs)
+        prev = getattr(core, context.TREE_REQUEST, None)
+        setattr(core, context.TREE_REQUEST, context.at_checkpoint(req))
+        try:
+            return original(self, req, *args, **kwargs)
+        finally:
+            setattr(core, context.TREE_REQUEST, prev)
+
+    return checkpoint
+
+
+def install_checkpoint(cache: type, changes: Changes) -> None:
+    """Wrap ``UnifiedRadixCache.checkpoint``: its inserts carry the request's context."""
+    _wrap(cache, "checkpoint", _checkpoint, changes)
+
+
+def _wrap(cls: type, name: str, wrap: Callable[[Method], Method], changes: Changes) -> None:
+    original = cls.__dict__[name]
+    wrapped = wrap(original)
+    wrapped.__wrapped__ = original  # type: ignore[attr-defined]
+    wrapped.__qualname__ = f"{cls.__qualname__}.{name}"
+    changes.set_attr(cls, name, wrapped)

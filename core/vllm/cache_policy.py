@@ -18,6 +18,12 @@ What vLLM's manager (``cpu/manager.py``) calls, and what the tree makes of it:
 - ``evict(n, protected)``: exactly ``n`` leaves the policy ranks lowest, none protected or
   pinned, nor any prefix of one; or None (nothing changed).
 - ``remove(key)``: a store that failed; ``clear()``: everything, the policy's state too.
+
+For a policy with ``uses_context``, ``insert``, ``touch``, ``on_request_access`` and
+``on_request_finished`` also record the request's
+:class:`~radix_evict.RequestContext` (:mod:`radix_evict.vllm.context`: its id, and what
+the client sent in ``kv_transfer_params``) on the chunks they create or stamp. For any
+other policy no context is built: one attribute test per call.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Any, ClassVar
 
 from radix_evict.policies.registry import registry
 from radix_evict.vllm.config import launch_extra_config, radix_config
+from radix_evict.vllm.context import request_context
 from radix_evict.vllm.tree import ChunkTree, Key
 
 
@@ -131,13 +138,17 @@ class RadixEvictCachePolicy:
         seen = self._seen(req_context)
         self._meet(seen, key, req_context)
         parent, end, start = self._parent(seen, key, req_context)
-        self.tree.insert(key, chunk, parent, end=end, start=start, pinned=chunk.ref_cnt != 0)
+        tree = self.tree
+        tree.insert(key, chunk, parent, end=end, start=start, pinned=chunk.ref_cnt != 0,
+                    context=request_context(req_context) if tree.uses_context else None)
 
     def remove(self, key: Key) -> None:
         self.tree.remove(key)
 
     def touch(self, keys: Iterable[Key], req_context: Any) -> None:
-        self.tree.touch(list(keys))
+        tree = self.tree
+        tree.touch(list(keys),
+                   context=request_context(req_context) if tree.uses_context else None)
 
     def on_store_miss(self, keys: Iterable[Key], req_context: Any) -> None:
         """A miss is not a use of anything the tier holds: nothing to stamp."""
@@ -147,7 +158,8 @@ class RadixEvictCachePolicy:
         keys = list(keys)
         for key in keys:
             self._meet(seen, key, req_context)
-        self.tree.touch(keys)  # in use now (as vLLM's LRU ranks it); the finish commits
+        tree = self.tree  # in use now (as vLLM's LRU ranks it); the finish commits
+        tree.touch(keys, context=request_context(req_context) if tree.uses_context else None)
 
     def on_request_finished(
         self,
@@ -157,7 +169,9 @@ class RadixEvictCachePolicy:
         req_context: Any,
     ) -> None:
         ordered = self.order_keys(key_groups, req_context)
-        self.tree.touch(ordered, [k for k in ordered if k in reused_keys])
+        tree = self.tree
+        tree.touch(ordered, [k for k in ordered if k in reused_keys],
+                   context=request_context(req_context) if tree.uses_context else None)
 
     def evict(self, n: int, protected: set[Key]) -> list[tuple[Key, Any]] | None:
         return self.tree.evict(n, protected)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import json
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,14 +65,21 @@ class _Pending:
 
 
 def replay(manager: Any, chains: Iterable[Sequence[int]], *, concurrency: int = 1,
-           block_tokens: int = MOONCAKE_BLOCK_TOKENS, record: bool = False) -> ReplayResult:
-    """Run every chain through ``manager`` (a ``CPUOffloadingManager``); count the hits."""
+           block_tokens: int = MOONCAKE_BLOCK_TOKENS, record: bool = False,
+           transfer_params: Sequence[Mapping[str, Any] | None] = ()) -> ReplayResult:
+    """Run every chain through ``manager`` (a ``CPUOffloadingManager``); count the hits.
+
+    Request ``n`` is ``r<n>``; ``transfer_params[n]``, where given, is its
+    ``kv_transfer_params`` (what a client sends with the request).
+    """
     base = importlib.import_module("vllm.v1.kv_offload.base")
     hit = base.LookupResult.HIT
     result = ReplayResult()
     window: deque[_Pending] = deque()
     for n, chain in enumerate(chains):
-        ctx = base.ReqContext(req_id=f"r{n}")
+        params = transfer_params[n] if n < len(transfer_params) else None
+        ctx = base.ReqContext(req_id=f"r{n}",
+                              kv_transfer_params=dict(params) if params is not None else None)
         manager.on_new_request(ctx)
         keys = [chunk_key(b) for b in chain]
         for i, key in enumerate(keys):

@@ -10,6 +10,12 @@ when vLLM gives key positions, ``hit_count``, ``last_access_time`` on a logical 
 Pinning (a chunk vLLM is writing or reading, ``ref_cnt != 0``) locks the path to the root
 as radix-evict's cache does: a chunk still in use keeps its prefix. No vLLM import here.
 
+For a policy with ``uses_context`` the caller passes the request's
+:class:`~radix_evict.RequestContext` to :meth:`ChunkTree.insert` and
+:meth:`ChunkTree.touch`; it is recorded on the node created or the nodes stamped
+(``node.context``: the last request that touched the chunk) before the callbacks run.
+Nothing is recorded without one.
+
 Scores are taken lazily: a node whose score may have changed is marked dirty and scored at
 the start of the next :meth:`ChunkTree.evict`, so a policy that raises fails that eviction
 (a ``PolicyError`` naming the policy and its distribution) and nothing else. Every
@@ -59,6 +65,8 @@ class ChunkTree:
         self.label = f"policy {policy.name!r}{origin}"
         self._score: Callable[[TreeNode], Any] = policy.score
         self._volatile = bool(policy.volatile_score)
+        # Whether callers should build and pass request contexts (the policy reads them).
+        self.uses_context = bool(getattr(policy, "uses_context", False))
         self._on_insert = self._callback("on_insert")
         self._on_hit = self._callback("on_hit")
         self._on_evict = self._callback("on_evict")
@@ -159,11 +167,13 @@ class ChunkTree:
         end: int | None = None,
         start: int | None = None,
         pinned: bool = True,
+        context: Any = None,
     ) -> TreeNode:
         """Add ``key`` under ``parent`` (None or not resident: the root).
 
         ``end`` is the chunk's last token position and ``start`` where it begins (vLLM's key
         positions); with them ``prefix_len`` and ``num_tokens`` count tokens, else chunks.
+        ``context``: the storing request's, recorded on the node before ``on_insert``.
         """
         if key in self._nodes:
             raise ValueError(f"chunk {key!r} is already in the tree")
@@ -172,6 +182,8 @@ class ChunkTree:
         if end is not None:
             node.num_tokens = max(1, end - (start if start is not None else 0))
             node.prefix_len = node.history_len = max(end, node.num_tokens)
+        if context is not None:
+            node.context = context
         above.children[key] = node
         self._nodes[key] = node
         self._chunks[key] = chunk
@@ -198,8 +210,11 @@ class ChunkTree:
         node.parent = None
         del self._nodes[key], self._chunks[key]
 
-    def touch(self, keys: Sequence[Key], hits: Iterable[Key] = ()) -> None:
-        """A request used ``keys`` (head to tail): stamp them; ``hits`` (reused) count a hit."""
+    def touch(self, keys: Sequence[Key], hits: Iterable[Key] = (), context: Any = None) -> None:
+        """A request used ``keys`` (head to tail): stamp them; ``hits`` (reused) count a hit.
+
+        ``context``: the request's, recorded on every node stamped, before ``on_hit``.
+        """
         now = self._tick()
         nodes = self._nodes
         for key in keys:
@@ -210,6 +225,11 @@ class ChunkTree:
         reached = [nodes[k] for k in hits if k in nodes]
         for node in reached:
             node.hit_count += 1
+        if context is not None:  # (a policy without uses_context never gets here)
+            for key in keys:  # (hits are among them)
+                node = nodes.get(key)
+                if node is not None:
+                    node.context = context
         if self._on_hit is not None:
             for node in reached:
                 self._call(self._on_hit, node)

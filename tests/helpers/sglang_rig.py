@@ -321,6 +321,86 @@ def replay_sglang(
     return fig
 
 
+# --------------------------------------------------------------------------- requests
+def sglang_policy(policy: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Put the policy object ``policy`` into SGLang's strategy registry as the plugin's
+    factories do (its events too); returns the name to build a cache with."""
+    from sglang.srt.mem_cache import utils
+
+    from radix_evict.sglang.adapter import BridgedStrategy
+    from radix_evict.sglang.events import make_events
+
+    def build(**config: Any) -> BridgedStrategy:
+        return BridgedStrategy(policy, make_events(policy))
+
+    build.radix_evict_bridged = True  # type: ignore[attr-defined]
+    build.radix_evict_policy = policy.name  # type: ignore[attr-defined]
+    monkeypatch.setitem(utils._EVICTION_POLICY_FACTORIES, policy.name, build)
+    return str(policy.name)
+
+
+class Server:
+    """SGLang's scheduler steps for one request at a time, on SGLang's own cache and Req.
+
+    :meth:`serve` runs what SGLang 0.5.23 does with a request and its tree: the waiting
+    queue's lookup (``Req.init_next_round_input``: ``match_kv_cache`` with the request),
+    a row in a real ``ReqToTokenPool`` holding the cached prefix and fresh slots, a
+    checkpoint of the prefilled prompt while it runs (``checkpoint_kv_cache``), then the
+    output, and the final checkpoint of the finished request (``tree_cache.checkpoint``).
+    """
+
+    def __init__(self, tree: str, policy: str, pool_tokens: int = 512) -> None:
+        from sglang.srt.mem_cache.memory_pool import ReqToTokenPool
+
+        self.alloc = PoolAllocator(pool_tokens)
+        self.cache = build_sglang_cache(tree, self.alloc, policy)
+        self.rows = ReqToTokenPool(size=4, max_context_len=pool_tokens, device="cpu",
+                                   enable_memory_saver=False)
+        self.cache.req_to_token_pool = self.rows
+        self.pool_tokens = pool_tokens
+
+    def serve(self, req: Any, output: list[int]) -> int:
+        """Run ``req`` to its end generating ``output``; returns its cached prefix length."""
+        from sglang.srt.managers.schedule_batch import FINISH_LENGTH
+        from sglang.srt.mem_cache.common import checkpoint_kv_cache
+
+        cache, rows = self.cache, self.rows
+        req.init_next_round_input(cache)
+        hit = int(req.prefix_len)
+        rows.alloc([req])
+        idx = req.kv.req_pool_idx
+        req.lock = cache.lock(req.last_node)
+        prefix = cache.prefix_device_indices(req)
+        n = len(req.full_untruncated_fill_ids)
+        fresh = self.alloc.alloc(n - hit)
+        assert fresh is not None
+        rows.req_to_token[idx, :n] = torch.cat([prefix, fresh])
+        req.extend_end = n
+        checkpoint_kv_cache(req, cache)  # a running request's checkpoint
+        if output:
+            more = self.alloc.alloc(len(output))
+            assert more is not None
+            rows.req_to_token[idx, n : n + len(output)] = more
+            req.output_ids.extend(output)
+        req.refresh_fill_ids()
+        req.finished_reason = FINISH_LENGTH(length=len(output))
+        cache.checkpoint(req, up_to=n + len(output))  # the finished request's
+        cache.unlock(req.lock)
+        req.lock = None
+        rows.free(req)
+        assert cache.protected_size() == 0
+        assert self.alloc.available_size() + cache.evictable_size() == self.pool_tokens
+        return hit
+
+
+def sglang_req(rid: str, prompt: list[int], **kwargs: Any) -> Any:
+    """SGLang's own ``Req`` for ``prompt`` (``kwargs``: priority, session_id, ...)."""
+    from sglang.srt.managers.schedule_batch import Req
+    from sglang.srt.sampling.sampling_params import SamplingParams
+
+    return Req(rid, None, array("q", prompt), SamplingParams(max_new_tokens=64), **kwargs)
+
+
 # --------------------------------------------------------------------------- fixtures
 @pytest.fixture
 def sglang_plugin(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
