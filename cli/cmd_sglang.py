@@ -1,4 +1,5 @@
-"""``radix-evict sglang check``: can SGLang, here, run radix-evict's policies, and this setting?"""
+"""``radix-evict sglang check``: can SGLang, here, run radix-evict's policies, this setting,
+and these HiCache (host tier) options?"""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from radix_evict.inputs import InputError, load_json
-from radix_evict.sglang.check import CheckReport, check
+from radix_evict.sglang.check import CheckReport, HiCacheVerdict, check
 
 from . import output
 from .errors import EXIT_INVALID, EXIT_OK, EXIT_USAGE, CliError, mark_json
@@ -28,6 +29,28 @@ ConfigOpt = Annotated[str | None, typer.Option(
     "--radix-eviction-policy-config",
     help="Its config, as SGLang takes it: a JSON object string (or @FILE).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")]
+HiCacheOpt = Annotated[bool, typer.Option(
+    "--enable-hierarchical-cache", "--enable-hicache",
+    help="HiCache (the host tier) on; with it and the --hicache-* options, say what SGLang "
+         "does with them (values go to SGLang's parser as written).")]
+
+
+RatioOpt = Annotated[str | None, typer.Option(
+    "--hicache-ratio", help="Host pool size, times the device pool's.")]
+SizeOpt = Annotated[str | None, typer.Option(
+    "--hicache-size", help="Host pool size in GB (wins over the ratio).")]
+FractionOpt = Annotated[str | None, typer.Option(
+    "--hicache-host-memory-fraction", help="Share of host memory the default ratio may use.")]
+ModeOpt = Annotated[str | None, typer.Option(
+    "--hicache-host-memory-mode", help="cache or buffer_only.")]
+WritePolicyOpt = Annotated[str | None, typer.Option(
+    "--hicache-write-policy", help="write_through, write_through_selective or write_back.")]
+IoBackendOpt = Annotated[str | None, typer.Option(
+    "--hicache-io-backend", help="direct, kernel or kernel_ascend.")]
+MemLayoutOpt = Annotated[str | None, typer.Option(
+    "--hicache-mem-layout", help="The host pool's memory layout.")]
+StorageOpt = Annotated[str | None, typer.Option(
+    "--hicache-storage-backend", help="The storage (L3) backend.")]
 
 
 def _config(text: str | None, given: str | None) -> dict[str, Any] | None:
@@ -54,17 +77,36 @@ def check_command(
     ctx: typer.Context,
     policy: PolicyOpt = None,
     config: ConfigOpt = None,
+    hicache: HiCacheOpt = False,
+    ratio: RatioOpt = None,
+    size: SizeOpt = None,
+    fraction: FractionOpt = None,
+    mode: ModeOpt = None,
+    write_policy: WritePolicyOpt = None,
+    io_backend: IoBackendOpt = None,
+    mem_layout: MemLayoutOpt = None,
+    storage: StorageOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """SGLang's version, whether the plugin loads, the policies SGLang accepts, and for a
     setting: the startup error SGLang would raise, or the tree core that would run it.
+    With HiCache's options: SGLang's verdict on them, the write policy, io backend and
+    layout it would run, and how it would size the host pool.
 
     Exit codes: 0 the plugin loads (and the setting starts), 1 it does not, 2 no SGLang.
     """
     mark_json(ctx.obj, json_out)
     if config is not None and policy is None:
         raise CliError(f"{CONFIG_FLAG} needs --radix-eviction-policy", EXIT_USAGE)
-    report = check(policy, _config(read_config_arg(config, CONFIG_FLAG), config))
+    hicache_args = ["--enable-hierarchical-cache"] if hicache else []
+    for flag, value in (("--hicache-host-memory-mode", mode), ("--hicache-ratio", ratio),
+                        ("--hicache-size", size), ("--hicache-host-memory-fraction", fraction),
+                        ("--hicache-write-policy", write_policy),
+                        ("--hicache-io-backend", io_backend), ("--hicache-mem-layout", mem_layout),
+                        ("--hicache-storage-backend", storage)):
+        if value is not None:
+            hicache_args.append(f"{flag}={value}")
+    report = check(policy, _config(read_config_arg(config, CONFIG_FLAG), config), hicache_args)
     code = exit_code(report)
     if json_out:
         output.emit_json({"status": "ok" if code == EXIT_OK else "problem", **report.to_dict()})
@@ -78,6 +120,10 @@ def check_command(
 def exit_code(report: CheckReport) -> int:
     if report.sglang_error is not None:
         return EXIT_USAGE
+    if report.hicache is not None and not report.hicache.ok:
+        return EXIT_INVALID
+    if report.setting is None and report.hicache is not None:
+        return EXIT_OK
     if report.setting is not None:
         return EXIT_OK if report.setting.ok else EXIT_INVALID
     return EXIT_OK if report.plugin_active else EXIT_INVALID
@@ -119,4 +165,24 @@ def report_lines(r: CheckReport) -> list[str]:
         else:
             lines.append(f"setting {s.policy}{cfg}: SGLang would refuse to start:")
             lines += ["  " + x for x in (s.error or "").splitlines()]
+    if r.hicache is not None:
+        lines += hicache_lines(r.hicache)
+    return lines
+
+
+def hicache_lines(h: HiCacheVerdict) -> list[str]:
+    """What SGLang would do with the HiCache options, one fact per line."""
+    if h.error is not None:
+        return ["HiCache: SGLang would refuse to start:", f"  {h.error}"]
+    if not h.enabled:
+        lines = ["HiCache: off (no --enable-hierarchical-cache)"]
+    else:
+        storage = h.storage_backend or "none"
+        lines = [f"HiCache: on, host memory mode {h.host_memory_mode}, storage backend {storage}",
+                 f"HiCache write policy: {h.write_policy} ({h.write_policy_means})",
+                 f"HiCache io backend: {h.io_backend}, host memory layout: {h.mem_layout}"]
+        lines += [f"HiCache: SGLang rewrites {x}" for x in h.rewrites]
+        lines += [f"  SGLang: {x}" for x in h.sglang_log if h.rewrites]
+        lines.append(f"HiCache host pool: {h.host_size}")
+    lines += [f"HiCache: warning: {w}" for w in h.warnings]
     return lines

@@ -3,9 +3,10 @@
 The engine behind ``radix-evict lint``, as a library: it reads every shape of
 file deployments put SGLang's arguments in (Kubernetes/compose/Helm YAML,
 JSON, TOML, SGLang ``--config`` files, shell scripts, Dockerfiles), finds
-``--radix-eviction-policy`` and ``--radix-eviction-policy-config`` as SGLang
-0.5.23 would read them, and gives SGLang's verdict (and radix-evict's, as
-warnings), each problem at ``file:line:column``. It prints nothing and knows
+``--radix-eviction-policy`` and ``--radix-eviction-policy-config`` (and
+HiCache's host-tier flags, :mod:`.hicache`) as SGLang 0.5.23 would read them,
+and gives SGLang's verdict (and radix-evict's, as warnings), each problem at
+``file:line:column``. It prints nothing and knows
 no exit codes: a :class:`LintReport` says the outcome (``ok``, ``invalid``,
 ``error``), and :mod:`radix_evict.lint.formats` renders it as text, JSON,
 GitHub annotations or SARIF.

@@ -6,9 +6,10 @@ first, so the command line wins), then parse with ``argparse`` (abbreviations
 allowed: a unique prefix such as ``--radix-eviction-policy-c`` works, a
 shorter one is ambiguous with the two flags; ``--flag=value`` and
 ``--flag value``; the last occurrence wins). This module reproduces those
-rules for the two eviction flags and reports, with positions, what SGLang
-refuses (errors) and what it silently does differently from what the file
-seems to say (warnings).
+rules for the two eviction flags and HiCache's flags (their table:
+:mod:`.hicache`; a switch takes no value) and reports, with positions, what
+SGLang refuses (errors) and what it silently does differently from what the
+file seems to say (warnings).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from pathlib import PurePath
 
 from radix_evict.suggest import suggest
 
+from . import hicache
 from .model import ERROR, INVALID, NOTE, WARNING, Arg, Invocation, LintProblem
+from .readers.shell import is_opaque
 from .text import Text
 
 POLICY_FLAG = "--radix-eviction-policy"
@@ -60,6 +63,9 @@ class Resolved:
     overridden: list[Occurrence] = field(default_factory=list)
     # --disable-radix-cache: SGLang's cache then builds no eviction strategy at all.
     cache_disabled: bool = False
+    # HiCache's flags and the other flags its rules read (hicache.FLAGS), by name: every
+    # occurrence, the last one counting.
+    hicache: dict[str, list[Occurrence]] = field(default_factory=dict)
 
 
 def problem_at(word: Text, index: int, type_: str, msg: str, *, loc: str, hint: str | None = None,
@@ -87,6 +93,11 @@ def _kind(token: str) -> tuple[str, str | None, str | None]:
             return "abbrev", CONFIG_FLAG, value
         if len(name) >= len("--radix") and POLICY_FLAG.startswith(name):
             return "ambiguous", None, value
+        how, option, _ = hicache.classify(name)
+        if how in ("exact", "abbrev"):
+            return how, option, value
+        if how in ("ambiguous", "unknown"):
+            return "misspelt" if how == "unknown" else how, None, value
     if NEGATIVE_NUMBER.match(token) or (" " in token and not name.startswith("--radix")):
         return "value", None, None
     if " " in token:
@@ -145,6 +156,7 @@ def resolve(inv: Invocation, load: ConfigLoader | None = None) -> Resolved:
     problems: list[LintProblem] = []
     args = merge_config_file(inv, load, problems) if inv.style == "argv" else inv.args
     found: dict[str, list[Occurrence]] = {POLICY_FLAG: [], CONFIG_FLAG: []}
+    hicache_found: dict[str, list[Occurrence]] = {}
     prefix = f"{inv.loc} " if inv.loc and inv.style == "argv" else ""
     i = 0
     n = len(args)
@@ -179,13 +191,17 @@ def resolve(inv: Invocation, load: ConfigLoader | None = None) -> Resolved:
                     loc=prefix + CONFIG_FILE_FLAG, severity=WARNING))
             continue
         if kind == "ambiguous":
+            matches = hicache.classify(name)[2]
+            if matches:
+                could, in_full = ", ".join(matches), "the option"
+            else:
+                could = f"{POLICY_FLAG}, {CONFIG_FLAG}" + (
+                    ", --radix-cache-backend" if "--radix-cache-backend".startswith(name) else "")
+                in_full = POLICY_FLAG
             problems.append(problem_at(
                 arg.word, 0, "ambiguous_option",
-                f"SGLang refuses {name!r}: ambiguous option, it could match "
-                f"{POLICY_FLAG}, {CONFIG_FLAG}" + (", --radix-cache-backend"
-                                                  if "--radix-cache-backend".startswith(name)
-                                                  else ""),
-                loc=prefix + name, hint=f"write {POLICY_FLAG} in full"))
+                f"SGLang refuses {name!r}: ambiguous option, it could match {could}",
+                loc=prefix + name, hint=f"write {in_full} in full"))
             continue
         if kind == "misspelt":
             label = arg.label if isinstance(arg, LabelledArg) else name
@@ -198,7 +214,7 @@ def resolve(inv: Invocation, load: ConfigLoader | None = None) -> Resolved:
                     loc=prefix + flag_part,
                     hint=f"split it into two list items, or write {flag_part}=VALUE"))
                 continue
-            near = _near(name)
+            near = hicache.near(name) if hicache.classify(name)[0] == "unknown" else _near(name)
             hint = f"write {near}" if near else None
             problems.append(problem_at(
                 arg.word, 0, "unknown_option",
@@ -206,6 +222,15 @@ def resolve(inv: Invocation, load: ConfigLoader | None = None) -> Resolved:
                 f"(unrecognized arguments)", loc=prefix + label, hint=hint))
             continue
         assert flag is not None
+        spec = hicache.BY_OPTION.get(flag)
+        if spec is not None and spec.switch:
+            after = args[i] if i < n else None
+            _switch(arg, name, flag, spec, explicit, after, kind, prefix, hicache_found,
+                    problems)
+            if inv.style == "mapping" and after is not None and is_opaque(after.text):
+                hicache_found[spec.name][-1].value = after  # a templated true or false
+                i += 1
+            continue
         # exact or abbrev: the value is the text after '=' or the next argument
         if explicit is not None:
             cut = len(token) - len(explicit)
@@ -224,8 +249,14 @@ def resolve(inv: Invocation, load: ConfigLoader | None = None) -> Resolved:
                 arg.word, 0, "abbreviation",
                 f"{name} is an abbreviation SGLang's argparse expands to {flag}",
                 loc=prefix + flag, hint=f"write {flag} in full", severity=WARNING))
+        if spec is not None:
+            hicache_found.setdefault(spec.name, []).append(
+                Occurrence(spec.name, arg, value, prefix + label))
+            continue
         found[flag].append(Occurrence(flag, arg, value, prefix + label))
-    for flag, occurrences in found.items():
+    for flag, occurrences in [*found.items(), *hicache_found.items()]:
+        if flag in hicache.BY_NAME and hicache.BY_NAME[flag].switch:
+            continue  # a switch given twice is the same switch
         # In a mapping, a setting given twice is already an error (duplicate_setting).
         for early in occurrences[:-1] if inv.style != "mapping" else ():
             line, col = occurrences[-1].name.word.where(0)
@@ -237,7 +268,35 @@ def resolve(inv: Invocation, load: ConfigLoader | None = None) -> Resolved:
     policy = found[POLICY_FLAG][-1] if found[POLICY_FLAG] else None
     config = found[CONFIG_FLAG][-1] if found[CONFIG_FLAG] else None
     earlier = [o for occurrences in found.values() for o in occurrences[:-1]]
-    return Resolved(policy, config, problems, earlier, disabled)
+    return Resolved(policy, config, problems, earlier, disabled, hicache_found)
+
+
+def _switch(arg: Arg, name: str, option: str, spec: hicache.Flag, explicit: str | None,
+            after: Arg | None, kind: str, prefix: str, found: dict[str, list[Occurrence]],
+            problems: list[LintProblem]) -> None:
+    """A switch (``store_true``): it takes no value, so argparse refuses ``--flag=VALUE``, and
+    reads a word after it as a positional argument SGLang has none of."""
+    label = arg.label if isinstance(arg, LabelledArg) else option
+    if explicit is not None:
+        problems.append(problem_at(
+            arg.word, len(name), "switch_value",
+            f"SGLang refuses {name}={explicit}: {spec.name} is a switch and takes no value "
+            f"(argparse: ignored explicit argument {explicit!r})", loc=prefix + label,
+            hint=f"write {spec.name} alone to turn it on, or leave it out"))
+        return
+    if kind == "abbrev":
+        problems.append(problem_at(
+            arg.word, 0, "abbreviation",
+            f"{name} is an abbreviation SGLang's argparse expands to {option}",
+            loc=prefix + option, hint=f"write {option} in full", severity=WARNING))
+    if after is not None and _kind(after.text)[0] == "value" and not is_opaque(after.text):
+        problems.append(problem_at(
+            after.word, 0, "switch_value",
+            f"{spec.name} is a switch and takes no value: SGLang's parser reads "
+            f"{_cut(after.text)!r} as an extra argument and refuses to start (unrecognized "
+            "arguments)", loc=prefix + label,
+            hint=f"drop {_cut(after.text)!r}; leave {spec.name} out to turn it off"))
+    found.setdefault(spec.name, []).append(Occurrence(spec.name, arg, arg, prefix + label))
 
 
 class LabelledArg(Arg):

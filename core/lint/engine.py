@@ -1,10 +1,11 @@
-"""Lint files: read each within bounds, find SGLang's eviction settings and vLLM's offload
-policy settings, give each engine's verdict.
+"""Lint files: read each within bounds, find SGLang's eviction and HiCache settings and vLLM's
+offload policy settings, give each engine's verdict.
 
 One file's problem (unreadable, too large, a FIFO, malformed, too deep, an
 alias bomb, slow) is reported for that file, and the other files are still
-checked. A file that never mentions ``radix`` (nor ``--config``, nor vLLM's
-``kv-transfer-config``) has no such setting and passes untouched, unread past a text search.
+checked. A file that never mentions ``radix`` (nor ``--config``, nor HiCache's flags, nor
+vLLM's ``kv-transfer-config``) has no such setting and passes untouched, unread past a text
+search.
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ from .readers.sources import TreeWalker, from_script, is_setting_key
 from .readers.toml_tree import toml_tree
 from .readers.yaml_tree import parse_yaml
 from .text import Source, Text
-from .verdict import check
+from .verdict import check, hicache_check
 from .vllm_launch import vllm_problems
 
 SECONDS_PER_FILE = 60  # a safety net: the bounds below keep real files far under it
-RELEVANT = re.compile(r"radix|--conf|kv[-_]transfer[-_]config", re.IGNORECASE)
+RELEVANT = re.compile(r"radix|--conf|kv[-_]transfer[-_]config|hicache|--hi|enable[-_]hi",
+                      re.IGNORECASE)
 # What a folder argument expands to, and what the pre-commit hook passes.
 PATTERNS = ("*.yaml", "*.yml", "*.json", "*.toml", "*.sh", "*.bash", "Dockerfile", "Dockerfile.*",
             "*.Dockerfile", "*.dockerfile", "Containerfile", "Containerfile.*")
@@ -143,6 +145,7 @@ class Linter:
             problems.extend(resolved.problems)
             problems.extend(check(resolved.policy, resolved.config, resolved.overridden,
                                   resolved.cache_disabled))
+            problems.extend(hicache_check(resolved.hicache, resolved.cache_disabled))
         return problems
 
     @staticmethod

@@ -22,7 +22,7 @@ This module places each problem at the words of the file it is about.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from radix_evict import registry
@@ -38,6 +38,7 @@ from radix_evict.sglang.check import plugin_presence
 from radix_evict.sglang.startup import SERVER_ARGS, Refusal, startup_verdict
 from radix_evict.suggest import did_you_mean
 
+from . import hicache
 from .argv import CONFIG_FLAG, POLICY_FLAG, Occurrence, problem_at
 from .model import ERROR, INVALID, NOTE, UNCHECKED, WARNING, LintProblem
 from .readers.json_tree import parse_json
@@ -341,3 +342,61 @@ def check(policy: Occurrence | None, config: Occurrence | None,
 
 def _opaque(occ: Occurrence) -> bool:
     return occ.value.node is None and is_opaque(occ.value.text)
+
+
+def hicache_check(found: Mapping[str, Sequence[Occurrence]], cache_disabled: bool = False
+                  ) -> list[LintProblem]:
+    """SGLang's verdict on the HiCache flags (:mod:`.hicache`'s rules), placed at the words.
+
+    Its argument parser checks every value as it reads it (a later one does not save an
+    invalid earlier one); then its startup rules read the last of each.
+    """
+    if not any(hicache.BY_NAME[name].hicache for name in found):
+        return []  # only other features' flags: nothing of HiCache's to judge
+    problems: list[LintProblem] = []
+    values: dict[str, Any] = {}
+    for name, occurrences in found.items():
+        spec = hicache.BY_NAME[name]
+        for occ in occurrences:
+            last = occ is occurrences[-1]
+            text = occ.value.text
+            if spec.switch and occ.value is occ.name:
+                values[name] = True
+                continue
+            if occ.value.node is None and is_opaque(text):
+                if last:
+                    values[name] = hicache.UNKNOWN
+                    problems.append(problem_at(
+                        occ.value.word, 0, "not_checked",
+                        f"{name} {short(text)} is filled in at deploy time (an environment "
+                        "variable or command substitution); not checked", loc=occ.label,
+                        severity=NOTE))
+                continue
+            value, refused = hicache.parse_value(spec, text)
+            if refused is not None:
+                problems.append(problem_at(occ.value.word, 0, refused.type, refused.msg,
+                                           loc=occ.label, hint=refused.hint))
+            elif last:
+                values[name] = value
+    if any(p.severity == ERROR for p in problems):
+        return problems
+    if cache_disabled:
+        values[hicache.DISABLE_RADIX] = True
+    for f in hicache.startup(values).findings:
+        occ, word = _hicache_anchor(found, f)
+        problems.append(problem_at(word, 0, f.type, f.msg, loc=occ.label, hint=f.hint,
+                                   severity=f.severity))
+    return problems
+
+
+def _hicache_anchor(found: Mapping[str, Sequence[Occurrence]], f: hicache.Finding
+                    ) -> tuple[Occurrence, Text]:
+    """Where a finding goes: its flag's last occurrence (the value, or the flag when it is
+    about the flag), else the value of the flag that caused it, else HiCache's switch, else
+    the first HiCache flag."""
+    for name in (f.flag, *f.also, hicache.ENABLE):
+        if found.get(name):
+            occ = found[name][-1]
+            return occ, (occ.name.word if name == f.flag and not f.at_value else occ.value.word)
+    occ = next(occs[0] for name, occs in found.items() if occs and hicache.BY_NAME[name].hicache)
+    return occ, occ.name.word

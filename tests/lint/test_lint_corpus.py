@@ -2,7 +2,8 @@
 
 SGLang's side runs its own code on the argument vector lint finds in each file
 (``--config`` files through SGLang's own merge): ``prepare_server_args`` (its
-argparse parser and the ``--config`` YAML merge), the server-argument check
+argparse parser and the ``--config`` YAML merge), the server-argument hooks
+``handle_hicache_ratio_default``, ``handle_hicache`` and
 ``handle_cache_compatibility``, ``get_eviction_strategy``, the default (Rust)
 tree core's constructor, and a first ``get_priority`` (the first eviction). A
 file is refused when any of them raises. lint must fail exactly those files,
@@ -64,6 +65,7 @@ def sglang_argv(inv: Invocation, path: Path) -> list[str]:
 def sglang_refusal(argv: list[str]) -> str | None:
     """Why SGLang 0.5.23 would not run with these arguments (None: it would)."""
     import_sglang()
+    from sglang.srt.arg_groups.hicache_hook import handle_hicache, handle_hicache_ratio_default
     from sglang.srt.arg_groups.kv_cache_hook import handle_cache_compatibility
     from sglang.srt.mem_cache.utils import get_eviction_strategy
     from sglang.srt.server_args import prepare_server_args
@@ -83,10 +85,15 @@ def sglang_refusal(argv: list[str]) -> str | None:
         root.setLevel(level)
     policy = server_args.radix_eviction_policy
     config = server_args.radix_eviction_policy_config
-    try:
-        handle_cache_compatibility(server_args)
-    except Exception as exc:
-        return f"server-argument check: {type(exc).__name__}: {exc}"
+    # its pipeline's order (arg_groups/pipeline.py): HiCache's ratio default (which checks the
+    # host memory fraction), HiCache's resolution, then the cache compatibility check
+    for stage, hook in (("HiCache ratio default", handle_hicache_ratio_default),
+                        ("HiCache resolution", handle_hicache),
+                        ("server-argument check", handle_cache_compatibility)):
+        try:
+            hook(server_args)
+        except Exception as exc:
+            return f"{stage}: {type(exc).__name__}: {exc}"
     if server_args.disable_radix_cache:
         # As UnifiedRadixCache does: a disabled tree builds no strategy from the config
         # (unified_radix_cache.py replaces it with lru and no config).

@@ -146,6 +146,37 @@ CASES: list[tuple[str, str, str, str, str, str, int]] = [
     ("Helm template value", "values.yaml",
      "args: ['--radix-eviction-policy={{ .Values.policy }}']\n", "not_checked", "note",
      "{{", 0),
+    # HiCache (the host tier): SGLang's parser, its startup hooks, what it ignores
+    ("HiCache write policy not a choice", "a.sh", SH + "--enable-hierarchical-cache "
+     "--hicache-write-policy write_throuhg\n", "invalid_choice", "error", "write_throuhg", 0),
+    ("HiCache size not an int", "k8s.yaml", "containers:\n  - args: [--enable-hicache, "
+     "--hicache-size=1.5]\n", "invalid_value", "error", "1.5", 0),
+    ("HiCache host memory fraction out of range", "a.sh", SH + "--hicache-host-memory-fraction "
+     "1.5\n", "fraction_range", "error", "1.5", 0),
+    ("HiCache with --disable-radix-cache", "a.sh", SH + "--disable-radix-cache "
+     "--enable-hierarchical-cache\n", "hicache_conflict", "error", "--enable-hier", 0),
+    ("HiCache buffer_only without storage", "sglang.yaml", "enable-hierarchical-cache: true\n"
+     "hicache-host-memory-mode: buffer_only\n", "buffer_only_storage", "error", "buffer_only",
+     0),
+    ("HiCache buffer_only on a decode server", "a.sh", SH + "--enable-hicache "
+     "--hicache-host-memory-mode buffer_only --hicache-storage-backend file "
+     "--disaggregation-mode decode\n", "buffer_only_decode", "error", "buffer_only", 0),
+    ("HiCache ratio that sizes no pool", "a.sh", SH + "--enable-hicache --hicache-ratio=-2\n",
+     "ratio_value", "error", "-2", 0),
+    ("HiCache switch given a value", "k8s.yaml", "containers:\n  - args:\n"
+     "      - --enable-hierarchical-cache\n      - 'true'\n", "switch_value", "error", "true", 0),
+    ("HiCache flag without HiCache", "a.sh", SH + "--hicache-ratio 3\n", "hicache_ignored",
+     "warning", "3\n", 0),
+    ("HiCache layout SGLang rewrites (placed at the cause)", "a.sh", SH + "--enable-hicache "
+     "--hicache-io-backend direct\n", "hicache_rewritten", "warning", "direct", 0),
+    ("HiCache ratio under 1", "values.yaml", "sglang:\n  enable-hierarchical-cache: true\n"
+     "  hicache-ratio: 0.5\n", "ratio_small", "warning", "0.5", 0),
+    ("HiCache ratio beside a size", "a.sh", SH + "--enable-hicache --hicache-size 64 "
+     "--hicache-ratio 3\n", "ratio_ignored", "warning", "3\n", 0),
+    ("HiCache size below 0", "a.sh", SH + "--enable-hicache --hicache-size=-4\n",
+     "size_ignored", "warning", "-4", 0),
+    ("HiCache fraction beside a ratio", "a.sh", SH + "--enable-hicache --hicache-ratio 3 "
+     "--hicache-host-memory-fraction 0.5\n", "fraction_ignored", "warning", "0.5", 0),
     ("malformed YAML", "a.yaml", "a:\n  radix-eviction-policy: [slru\n",
      "parse_error", "error", "", -1),
     ("nesting past the limit", "deep.yaml", "radix: " + "[" * 300 + "]" * 300 + "\n",
@@ -257,14 +288,18 @@ ELSEWHERE = {"plugin_failed", "name_conflict", "too_complex", "policy_failed"}
 
 
 def test_every_problem_type_is_tested() -> None:
+    hicache_rules = (CORE / "lint" / "hicache.py").read_text()  # its flag table reads as types
     source = "\n".join(re.sub(r"__all__[^=]*= \[.*?\]", "", p.read_text(), flags=re.DOTALL)
-                       for p in ENGINE_SOURCES)
+                       for p in ENGINE_SOURCES if p.name != "hicache.py")
     emitted = set(re.findall(r'"([a-z]+(?:_[a-z]+)+)",\s*\n?\s*f?"', source))
     emitted |= set(re.findall(r'LimitExceeded\(\s*"([a-z_]+)"', source))
     emitted |= set(re.findall(r'problem_at\([^,]+,\s*[^,]+,\s*"([a-z_]+)"', source))
     emitted |= set(re.findall(r'at_(?:policy|config|setting)\(\s*(?:\([^)]*\),\s*)?"([a-z_]+)"',
                               source))
     emitted |= {t.lower() for t in re.findall(r"ProblemType\.([A-Z_]+)", source)}
+    # HiCache's rules: a Finding's type, and check.py's kinds of flags SGLang does not use
+    emitted |= set(re.findall(r'Finding\(\s*(?:ERROR|WARNING),\s*"([a-z_]+)"', hicache_rules))
+    emitted |= set(re.findall(r'"([a-z]+_ignored)"', (CORE / "sglang" / "check.py").read_text()))
     emitted -= {"utf_8", "utf_8_sig"}
     untested = {t for t in emitted if t not in TESTED | ELSEWHERE}
     assert not untested, f"problem types without a location test: {sorted(untested)}"

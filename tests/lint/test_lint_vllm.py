@@ -195,8 +195,10 @@ def _old_reading(monkeypatch: pytest.MonkeyPatch) -> None:
     from radix_evict.lint import engine
     from radix_evict.lint.readers import sources
 
-    monkeypatch.setattr(engine, "RELEVANT", re.compile(r"radix|--conf", re.IGNORECASE))
-    monkeypatch.setattr(sources, "MENTION", re.compile(r"--(?:radix|conf)", re.IGNORECASE))
+    monkeypatch.setattr(engine, "RELEVANT", re.compile(r"radix|--conf|hicache|--hi|enable[-_]hi",
+                                                       re.IGNORECASE))
+    monkeypatch.setattr(sources, "MENTION", re.compile(r"--(?:radix|conf|hi|enable[-_]hi)",
+                                                       re.IGNORECASE))
     monkeypatch.setattr(sources, "VLLM_KV_KEY", "\0")
     monkeypatch.setattr(sources, "is_vllm_launcher", lambda name: False)
 

@@ -189,3 +189,80 @@ def test_startup_checks_beyond_the_strategy_are_reported(check: Any,
     assert not setting["ok"] and "threshold must be greater than next_prompt_estimate" in (
         setting["error"])
     assert [p["type"] for p in setting["problems"]] == ["value_error"]
+
+
+# ------------------------------------------------------------------ HiCache (the host tier)
+
+
+def test_hicache_reports_what_sglang_runs(check: Any) -> None:
+    """SGLang's own hooks rewrite the layout for the direct io backend: the check says so,
+    in SGLang's words too, with the write policy's meaning and the host pool's rule."""
+    r = check("--enable-hicache", "--hicache-io-backend", "direct", "--hicache-write-policy",
+              "write_back", "--json")
+    assert r.exit_code == 0, r.output
+    h = json.loads(r.stdout)["hicache"]
+    assert h["ok"] and h["enabled"] and h["error"] is None
+    assert (h["write_policy"], h["io_backend"], h["mem_layout"], h["host_memory_mode"]) == (
+        "write_back", "direct", "page_first_direct", "cache")
+    assert h["write_policy_means"].startswith("a node is copied to host memory only when")
+    assert h["rewrites"] == ["--hicache-mem-layout page_first -> page_first_direct"]
+    assert any("switching to page first direct layout" in x for x in h["sglang_log"])
+    assert h["host_size"].startswith("2.0 x the device pool's tokens per rank")
+    assert "reduced at startup until all ranks' host pools fit in 0.8" in h["host_size"]
+    text = check("--enable-hicache", "--hicache-io-backend", "direct").stdout.splitlines()
+    assert "HiCache: on, host memory mode cache, storage backend none" in text
+    assert "HiCache io backend: direct, host memory layout: page_first_direct" in text
+    assert "HiCache: SGLang rewrites --hicache-mem-layout page_first -> page_first_direct" in text
+    assert any(x.startswith("HiCache write policy: write_through (") for x in text)
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--hicache-write-policy", "wb"],
+     "argument --hicache-write-policy: invalid choice: 'wb' (choose from 'write_back'"),
+    (["--hicache-size", "1.5"], "argument --hicache-size: invalid int value: '1.5'"),
+    (["--hicache-host-memory-mode", "buffer_only"],
+     "ValueError: --hicache-host-memory-mode buffer_only requires a storage backend"),
+    (["--hicache-host-memory-fraction", "0"],
+     "ValueError: --hicache-host-memory-fraction must be in (0, 1]."),
+    (["--hicache-ratio", "-1"], "--hicache-ratio: -1.0 cannot size a host pool"),
+])
+def test_hicache_sglang_would_refuse_exits_1(check: Any, args: list[str], needle: str) -> None:
+    r = check("--enable-hierarchical-cache", *args)
+    assert r.exit_code == 1, r.output
+    assert "HiCache: SGLang would refuse to start:" in r.stdout and needle in r.stdout, r.stdout
+
+
+def test_hicache_host_pool_rule_and_what_sglang_ignores(check: Any) -> None:
+    r = check("--enable-hicache", "--hicache-size", "64", "--hicache-ratio", "3", "--json")
+    assert r.exit_code == 0, r.output
+    h = json.loads(r.stdout)["hicache"]
+    assert h["host_size"].startswith("fixed: 64 GB (10^9 bytes) of host memory per rank")
+    assert h["warnings"] == ["SGLang ignores --hicache-ratio: --hicache-size 64 sets the host "
+                             "pool's size (pool_host/base.py:221)"]
+    r = check("--enable-hicache", "--hicache-host-memory-mode", "buffer_only",
+              "--hicache-storage-backend", "file", "--hicache-write-policy", "write_back",
+              "--json")
+    h = json.loads(r.stdout)["hicache"]
+    assert h["write_policy"] == "write_through" and h["host_size"].startswith("1.2 x")
+    assert h["rewrites"] == ["--hicache-write-policy write_back -> write_through"]
+    r = check("--hicache-ratio", "3")
+    assert r.exit_code == 0, r.output
+    assert "HiCache: off (no --enable-hierarchical-cache)" in r.stdout
+    assert "HiCache: warning: SGLang ignores --hicache-ratio: HiCache is off" in r.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["--enable-hicache"], ["--enable-hicache", "--hicache-ratio", "0.5"],
+    ["--enable-hicache", "--hicache-ratio", "-2"],
+    ["--enable-hicache", "--hicache-mem-layout", "page_first_direct"],
+    ["--enable-hicache", "--hicache-io-backend", "dma"],
+    ["--enable-hicache", "--hicache-host-memory-mode", "buffer_only"],
+    ["--hicache-host-memory-fraction", "2"], ["--hicache-write-policy", "write_back"],
+])
+def test_hicache_check_and_lint_agree(check: Any, args: list[str]) -> None:
+    """The check (SGLang's hooks) and lint (radix-evict's statement of them) refuse the same."""
+    from radix_evict.lint import lint_text
+
+    report = lint_text("python -m sglang.launch_server --model-path m " + " ".join(args),
+                       "serve.sh")
+    assert (check(*args).exit_code == 1) == (not report.ok), report.problems

@@ -21,11 +21,12 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from .. import hicache
 from ..argv import CONFIG_FLAG, POLICY_FLAG, LabelledArg, problem_at
 from ..model import Arg, Invocation, LintProblem
 from ..text import Text
 from .nodes import LimitExceeded, Node
-from .shell import split_commands
+from .shell import is_opaque, split_commands
 
 # Launchers that parse SGLang's server arguments; True: through prepare_server_args,
 # which merges --config FILE.
@@ -43,8 +44,11 @@ MODULES = {
 VLLM_MODULES = {"vllm.entrypoints.openai.api_server": 0, "vllm.entrypoints.cli.main": 1}
 VLLM_SERVE = "vllm serve"
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
-MENTION = re.compile(r"--(?:radix|conf|kv[-_]transfer[-_]config)", re.IGNORECASE)
-SETTING_KEYS = {"radix-eviction-policy": POLICY_FLAG, "radix-eviction-policy-config": CONFIG_FLAG}
+MENTION = re.compile(r"--(?:radix|conf|kv[-_]transfer[-_]config|hi|enable[-_]hi)", re.IGNORECASE)
+# Mapping keys (any spelling) that name SGLang's settings: the eviction flags and HiCache's.
+SETTING_KEYS = {"radix-eviction-policy": POLICY_FLAG, "radix-eviction-policy-config": CONFIG_FLAG,
+                **{o[2:]: hicache.BY_OPTION[o].name for o in hicache.HICACHE_OPTIONS}}
+SETTING_INITIALS = frozenset(c for k in SETTING_KEYS for c in (k[0], k[0].upper()))
 VLLM_KV_KEY = "kv-transfer-config"  # a mapping key naming vLLM's --kv-transfer-config
 
 
@@ -59,7 +63,8 @@ COMMAND_KEYS = frozenset({"args", "command", "entrypoint"})
 def is_setting_key(key: Node) -> bool:
     """Whether a mapping key names one of SGLang's two eviction settings (any spelling)."""
     raw = key.raw
-    return (key.kind == "scalar" and raw is not None and raw.lstrip("-")[:1] in ("r", "R")
+    return (key.kind == "scalar" and raw is not None
+            and raw.lstrip("-")[:1] in SETTING_INITIALS
             and normalize_key(raw) in SETTING_KEYS)
 
 
@@ -251,18 +256,30 @@ class TreeWalker:
             key = str(k.value)
             name = f"--{key}" if config_file else SETTING_KEYS[normalize_key(key)]
             flag_word = Text(name, k.source, [(0, k.offset())])
-            values = self._values(v, flag_word, label, config_file)
+            spec = hicache.BY_NAME.get(SETTING_KEYS[normalize_key(key)])
+            if spec is not None and spec.switch:
+                on = self._switch(v, key, label, spec, config_file)
+                if on is not None:
+                    if on:
+                        args.append(LabelledArg(flag_word, label))
+                    continue
+            values = self._values(v, flag_word, label, config_file, spec is not None)
             if values is None:
                 continue
             if not values:  # an empty list: SGLang's merge adds nothing
                 continue
             args.append(LabelledArg(flag_word, label))
             args.extend(values)
-        if config_file:  # SGLang's merge writes `disable-radix-cache: true` as the flag
-            disable = node.get("disable-radix-cache")
-            if args and disable is not None and disable.value is True:
-                args.append(Arg(Text.at("--disable-radix-cache", disable.source,
-                                        disable.offset())))
+        if config_file and args:  # the other switches and values the rules read
+            for read in hicache.FLAGS:
+                other = node.get(read.name[2:]) if not read.hicache else None
+                if other is None or other.kind != "scalar":
+                    continue
+                word = Text.at(read.name, other.source, other.offset())
+                if read.switch and other.value is True:  # SGLang's merge writes the flag
+                    args.append(Arg(word))
+                elif not read.switch and isinstance(other.value, str):
+                    args += [Arg(word), Arg(other.text())]
         if args or config_file:
             style = "config-file" if config_file else "mapping"
             self.invocations.append(Invocation(args, dotted(path), style, None, False,
@@ -294,9 +311,39 @@ class TreeWalker:
             self.invocations.append(Invocation(args, dotted(path), "mapping", None, False,
                                                self.base_dir, "vllm"))
 
-    def _values(self, v: Node, flag: Text, label: str, config_file: bool) -> list[Arg] | None:
+    def _switch(self, v: Node, key: str, label: str, spec: hicache.Flag,
+                config_file: bool) -> bool | None:
+        """A switch's key: whether the flag is on (None: SGLang's merge writes ``--KEY VALUE``,
+        read as any value is). SGLang's merge writes ``true`` as the flag alone and ``false``
+        as nothing, for a key that names the switch (dashes or underscores); a settings
+        mapping may also say ``"true"``."""
+        value = v.value if v.kind == "scalar" else None
+        if config_file:
+            names = {spec.field, *(o[2:].replace("-", "_") for o in spec.options)}
+            if isinstance(value, bool) and key.replace("-", "_") in names:
+                return value
+            return None
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        if isinstance(value, str) and is_opaque(value):
+            return None  # filled in at deploy time: the flag and its value, a note
+
+        if isinstance(value, bool) or (value is None and v.kind == "scalar"):
+            return bool(value)
+        self.problems.append(problem_at(
+            Text.at("", v.source, v.offset()), 0, "config_type",
+            f"{spec.name} is a switch: write true or false", loc=label))
+        return False
+
+    def _values(self, v: Node, flag: Text, label: str, config_file: bool,
+                is_hicache: bool = False) -> list[Arg] | None:
         """The value arguments SGLang's --config merge writes for this value (None: refused)."""
         is_policy = flag.text == POLICY_FLAG or normalize_key(flag.text) == "radix-eviction-policy"
+        if is_hicache and not config_file and v.kind != "scalar":
+            self.problems.append(problem_at(
+                Text.at("", v.source, v.offset()), 0, "config_type",
+                f"{SETTING_KEYS[normalize_key(flag.text)]} takes a single value", loc=label))
+            return None
         if v.kind == "map":
             from .nodes import to_python
 
@@ -338,6 +385,9 @@ class TreeWalker:
                     else Arg(Text.at(str(value), v.source, v.offset()))]
         if value is None:
             return None
+        if is_hicache and not isinstance(value, str):  # a number, as the chart writes it
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            return [Arg(Text.at(text, v.source, v.offset()))]
         if not isinstance(value, str):
             self.problems.append(self._type_problem(v, label, is_policy))
             return None

@@ -1,0 +1,2 @@
+#!/bin/sh
+exec python3 -m sglang.launch_server --model-path m --enable-hicache=true

@@ -1,0 +1,3 @@
+#!/bin/sh
+exec python3 -m sglang.launch_server --model-path m --enable-hierarchical-cache \
+  --hicache-write-policy write_throuhg
