@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import runpy
 import shutil
+import sys
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -36,11 +37,25 @@ def page_kernel_extension() -> Extension:
     )
 
 
+# pip runs this file three times for one install: twice for metadata (egg_info,
+# dist_info) and once to build. Only the build needs the extensions; generating them is
+# minutes of mypy each time.
+METADATA_COMMANDS = {"egg_info", "dist_info"}
+BUILD_COMMANDS = {"build", "build_ext", "build_py", "bdist_wheel", "editable_wheel", "develop",
+                  "install"}
+
+
+def metadata_only() -> bool:
+    """Whether this run only writes metadata (no extension is built)."""
+    args = set(sys.argv[1:])
+    return bool(args & METADATA_COMMANDS) and not args & BUILD_COMMANDS
+
+
 def compiled_extensions() -> list[Extension]:
     mode = os.environ.get("RADIX_EVICT_COMPILE", "auto").strip().lower()
     if mode not in ("auto", "1", "0"):
         raise SystemExit(f"RADIX_EVICT_COMPILE must be auto, 1 or 0, got {mode!r}")
-    if mode == "0":
+    if mode == "0" or metadata_only():
         return []
     extensions = [*mypyc_extensions(mode), page_kernel_extension()]
     for ext in extensions:

@@ -16,11 +16,12 @@ from rich.table import Table
 
 from radix_evict.cache.host_tier import WRITE_POLICIES, HostTierSpec
 from radix_evict.errors import PolicyConfigError
-from radix_evict.policies import registry
+from radix_evict.policies.registry import registry
 from radix_evict.sim.bound import Bound
 from radix_evict.sim.results import ReplayResult
 
 from .errors import EXIT_USAGE, CliError
+from .options import problem_lines, problems_code, read_config_arg
 from .output import pct
 
 HostTokensOpt = Annotated[int | None, typer.Option(
@@ -80,23 +81,17 @@ def build_host(*, host_tokens: int | None, hicache_ratio: float | None,
     if host_policy is not None:
         try:
             registry.check_choice(host_policy)
-            config = registry.parse_config(host_policy, _config_text(host_config))
+            if host_config is not None:
+                config = registry.parse_config(
+                    host_policy, read_config_arg(host_config, "--host-config"))
         except PolicyConfigError as exc:
-            raise CliError(f"--host-policy: {exc}", EXIT_USAGE) from None
+            lines = ["--host-policy:", *problem_lines(host_policy, exc.problems)]
+            raise CliError("\n".join(lines), problems_code(exc.problems),
+                           [p.to_dict() for p in exc.problems]) from None
     return HostTierSpec(
         tokens=host_tokens, ratio=hicache_ratio, write_policy=policy,
         write_threshold=write_threshold, policy=host_policy, policy_config=config,
     )
-
-
-def _config_text(text: str | None) -> str | None:
-    if text is not None and text.startswith("@"):
-        try:
-            with open(text[1:], encoding="utf-8") as f:
-                return f.read()
-        except OSError as exc:
-            raise CliError(f"--host-config {text}: {exc.strerror}", EXIT_USAGE) from None
-    return text
 
 
 def host_table(results: Sequence[ReplayResult], title: str, bound: Bound | None = None) -> Table:

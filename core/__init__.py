@@ -18,6 +18,7 @@ from radix_evict.cache.compiled import stale_modules
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and readers
     from radix_evict.cache.context import RequestContext
+    from radix_evict.cache.host_tier import HostTierSpec
     from radix_evict.cache.pool import Allocator, KVPool
     from radix_evict.cache.radix_cache import MatchResult, RadixCache
     from radix_evict.cache.stats import CacheStats
@@ -47,6 +48,7 @@ _LAZY = {
     "MatchResult": "radix_evict.cache.radix_cache",
     "RadixCache": "radix_evict.cache.radix_cache",
     "RequestContext": "radix_evict.cache.context",
+    "HostTierSpec": "radix_evict.cache.host_tier",
     "CacheStats": "radix_evict.cache.stats",
     "TreeNode": "radix_evict.cache.tree",
     "CacheBusyError": "radix_evict.errors",
@@ -95,6 +97,7 @@ __all__ = [
     "CacheStats",
     "ConfigProblem",
     "EvictionPolicy",
+    "HostTierSpec",
     "KVPool",
     "MatchResult",
     "NoConfig",

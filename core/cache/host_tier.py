@@ -77,8 +77,10 @@ class HostTierSpec:
             raise ValueError("host tier: give its size as tokens or as a ratio (one of them)")
         if self.tokens is not None:
             check_int("host tier: tokens", self.tokens, 0)
-        elif not (type(self.ratio) in (int, float) and self.ratio > 0):
-            raise ValueError(f"host tier: ratio {self.ratio!r} must be a number above 0")
+        else:
+            r = self.ratio
+            if isinstance(r, bool) or not isinstance(r, (int, float)) or not r > 0:
+                raise ValueError(f"host tier: ratio {r!r} must be a number above 0")
         if self.write_policy not in WRITE_POLICIES:
             raise ValueError(
                 f"host tier: write_policy {self.write_policy!r} is not one of "

@@ -160,7 +160,7 @@ class _Loop:
         hit = m.prefix_len
         node = m.last_node
         prefix = m.indices
-        if m.host_len:
+        if m.host_node is not None:  # more of the prompt is on host only: load it back
             loaded = cache.load_back(m.host_node)
             if loaded is not None:
                 hit += m.host_len

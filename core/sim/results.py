@@ -145,7 +145,7 @@ class ReplayResult:
         if self.timing is not None:
             d.update(self.timing.to_dict())
         if self.host is not None:
-            d["host"] = self.host.to_dict()
+            d.update(self.host.to_dict())  # api.md: the host figures sit beside the others
         return d
 
 

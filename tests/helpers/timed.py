@@ -63,11 +63,15 @@ def unique_requests(n: int, *, rate: float, seed: int, max_prompt: int = 200,
 
 def fixed_cost(prefill_base: float = 2.0, per_token: float = 0.01, per_mpair: float = 0.0,
                decode_base: float = 1.0, per_request: float = 0.0,
-               per_ktoken: float = 0.0) -> CostModel:
-    return CostModel.model_validate({
+               per_ktoken: float = 0.0, host_gbps: float | None = None) -> CostModel:
+    """A cost model with these coefficients (and a [transfer] table when ``host_gbps``)."""
+    data: dict[str, object] = {
         "name": "test",
         "prefill": {"base_ms": prefill_base, "per_token_ms": per_token,
                     "per_mpair_ms": per_mpair},
         "decode": {"base_ms": decode_base, "per_request_ms": per_request,
                    "per_ktoken_ms": per_ktoken},
-    })
+    }
+    if host_gbps is not None:
+        data["transfer"] = {"kv_bytes_per_token": 131_072, "host_gbps": host_gbps}
+    return CostModel.model_validate(data)

@@ -16,6 +16,7 @@ from helpers.timed import ListWorkload, fixed_cost, request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from radix_evict.cache.host_tier import WRITE_POLICIES, HostTierSpec
 from radix_evict.sim.replay import replay
 from radix_evict.sim.timed import server as server_mod
 from radix_evict.sim.timed.server import SchedulerSpec
@@ -103,6 +104,35 @@ def test_every_step_keeps_the_cache_consistent(case: Any, page: int, policy: str
     if t.finished:
         assert t.queue_ms.p50 <= t.ttft_ms.p50 + 1e-9
         assert t.ttft_ms.max <= t.e2e_ms.max + 1e-9
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=workloads(), page=st.sampled_from([1, 4, 16]), policy=st.sampled_from(POLICIES),
+       max_running=st.integers(1, 8), write_policy=st.sampled_from(WRITE_POLICIES),
+       ratio=st.sampled_from([0.3, 1.0, 3.0]), load_back=st.sampled_from([0, 4, 10]))
+def test_every_step_with_a_host_tier_keeps_both_tiers_consistent(
+        case: Any, page: int, policy: str, max_running: int, write_policy: str, ratio: float,
+        load_back: int) -> None:
+    """check_cache after every step covers the host tier too: both pools and the ledgers."""
+    reqs, pool = case
+    pool = max(page, pool // page * page)
+    spec = TimingSpec(cost_model=fixed_cost(per_mpair=0.5, per_request=0.1, host_gbps=20.0),
+                      scheduler=SchedulerSpec(max_running=max_running))
+    host = HostTierSpec(ratio=ratio, write_policy=write_policy, load_back_threshold=load_back)
+    original = server_mod.Server
+    from radix_evict.sim.timed import run as run_mod
+
+    run_mod.Server = CheckedServer  # type: ignore[misc]
+    try:
+        res = replay(ListWorkload(reqs), policy, pool_tokens=pool, page_size=page, timing=spec,
+                     host=host)
+    finally:
+        run_mod.Server = original  # type: ignore[misc]
+    assert res.timing.finished + res.timing.refused == len(reqs)
+    assert res.end_protected_tokens == 0
+    h = res.host
+    assert h is not None
+    assert h.device_hit_tokens + h.host_hit_tokens == res.hit_tokens
 
 
 def test_the_fuzz_ran_steps() -> None:

@@ -343,7 +343,7 @@ class Server:
         buf = np.empty(self._pages(job.plen + job.olen), dtype=np.int64)
         buf[:held] = m.indices.numpy()
         job.device_len = held
-        if m.host_len:  # on host only: load it back (copy time charged to the next step)
+        if m.host_node is not None:  # on host only: load it back (its copy time: next step)
             loaded = self.cache.load_back(m.host_node)
             if loaded is not None:
                 node = m.host_node
