@@ -27,7 +27,7 @@ from radix_evict.sim.sweep import (
     SweepPlan,
     SweepValueError,
     local_executor,
-    make_grid,
+    make_grids,
     plan_sweep,
     ray_executor,
     read_grid_file,
@@ -62,6 +62,7 @@ from .simulate_options import (
 from .sweep_grid import parts_from_options
 from .sweep_report import best_table, curve_table, rows_table
 from .sweep_timing import (
+    DEFAULT_OBJECTIVE,
     CostModelOpt,
     MaxRunningOpt,
     ObjectiveOpt,
@@ -76,15 +77,19 @@ EXIT_CELLS_FAILED = 3  # the sweep ran, but some cells failed (their rows say wh
 
 def _plan(parts: GridParts, grid_file: Path | None, out: Path | None, *, dry_run: bool,
           max_cells: int) -> tuple[SweepPlan, str]:
-    """The checked grid and the objective; bad cells and bad axis values become CLI errors
-    before anything runs (the timed options by simulate's checks)."""
+    """The checked grid (or a grid file's several grids) and the objective; bad cells and
+    bad axis values become CLI errors before anything runs (the timed options by
+    simulate's checks, for each grid)."""
     try:
         if grid_file is not None:
             parts = parts.over(read_grid_file(grid_file))
-        objective = check_timing(parts)
-        grid = make_grid(parts)
-        check_pools(grid)
-        return plan_sweep(grid, out, write=not dry_run, max_cells=max_cells), objective
+        objective = parts.objective or DEFAULT_OBJECTIVE
+        for each in parts.expand():
+            objective = check_timing(each)
+        grids = make_grids(parts)
+        for grid in grids:
+            check_pools(grid)
+        return plan_sweep(grids, out, write=not dry_run, max_cells=max_cells), objective
     except SweepGridError as exc:
         problems = exc.problems
         raise CliError(str(exc), problems_code(problems) if problems else 1,
@@ -101,12 +106,14 @@ def check_pools(grid: Grid) -> None:
 
 def _workloads(plan: SweepPlan) -> dict[WorkloadKey, Workload]:
     """Every workload the cells to run replay, built (traces read) before any cell runs;
-    each default pool must hold a page of the grid's page sizes (simulate's preflight)."""
+    each default pool must hold a page of its grid's page sizes (simulate's preflight)."""
     cells = plan.todo if plan.todo else plan.cells
     wls = build_workloads(cells)
-    if None in plan.grid.pool_tokens:
-        for page in plan.grid.page_sizes:
-            check_workload_pools(wls.values(), None, page)
+    for grid in plan.grids:
+        if None in grid.pool_tokens:
+            mine = [w for (source, _), w in wls.items() if source in grid.sources]
+            for page in grid.page_sizes:
+                check_workload_pools(mine, None, page)
     return wls
 
 
@@ -144,7 +151,7 @@ def _report(plan: SweepPlan, outcome: SweepOutcome, wall: float, *, json_out: bo
             "failed": len(outcome.failed), "interrupted": outcome.interrupted,
             "rows": rows, "summary": summary, "wall_s": wall,
         }
-        if plan.grid.timing is not None:
+        if plan.timed:
             data.update({"objective": objective, "objective_rule": OBJECTIVE_RULES[objective]})
         output.emit_json(data)
         return
@@ -213,6 +220,9 @@ PlotOpt = Annotated[Path | None, typer.Option(
 OracleOpt = Annotated[bool, typer.Option(
     "--oracle", help="Also replay Belady's offline oracle at every pool size and the "
                      "infinite-pool ceiling: reference lines for the curves, not policies.")]
+HiddenOpt = Annotated[bool, typer.Option(
+    "--hidden", help="Also accept hidden policies (registered, not --policy choices: the "
+                     "baselines fifo, mru, filo) in --policy and -g.")]
 DryOpt = Annotated[bool, typer.Option(
     "--dry-run", help="Check the grid and list its cells; replay nothing, change no file.")]
 MaxCellsOpt = Annotated[int, typer.Option(
@@ -240,6 +250,7 @@ def sweep(
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
     oracle: OracleOpt = False,
+    hidden: HiddenOpt = False,
     dry_run: DryOpt = False,
     progress: ProgressOpt = True,
     max_cells: MaxCellsOpt = MAX_CELLS,
@@ -268,7 +279,7 @@ def sweep(
     parts = parts_from_options(
         policies=policy or [], vary=vary or [], pool_tokens=pool_tokens or [],
         page_sizes=page_size or [], workloads=workload or [], traces=trace or [],
-        params=param or [], seeds=seeds or [], oracle=oracle)
+        params=param or [], seeds=seeds or [], oracle=oracle, hidden=hidden)
     parts = dataclasses.replace(parts, **timing_options(
         timing=timing, max_running=max_running or [], rate=rate or [],
         cost_model=cost_model or [], concurrency=concurrency, time_scale=time_scale,

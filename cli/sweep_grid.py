@@ -58,6 +58,7 @@ def parts_from_options(
     params: Sequence[str],
     seeds: Sequence[str],
     oracle: bool = False,
+    hidden: bool = False,
 ) -> GridParts:
     """The axes the command line gives (None where it gives none)."""
     return GridParts(
@@ -70,4 +71,5 @@ def parts_from_options(
         params=[(p.workload, p.key, p.value) for p in parse_params(params)] or None,
         seeds=count_values(seeds, "--seeds"),
         references=True if oracle else None,
+        hidden=True if hidden else None,
     )

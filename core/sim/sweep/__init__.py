@@ -22,7 +22,7 @@ from radix_evict.sim.sweep.run import (
     run_sweep,
 )
 from radix_evict.sim.sweep.schema import ROW_FIELDS, TIMING_FIELDS, ResultRow
-from radix_evict.sim.sweep.spec import GridParts, make_grid, read_grid_file
+from radix_evict.sim.sweep.spec import GridParts, make_grid, make_grids, read_grid_file
 from radix_evict.sim.sweep.store import ResultFile, ResultFileError
 from radix_evict.sim.sweep.values import SweepValueError, parse_count, parse_values
 
@@ -48,6 +48,7 @@ __all__ = [
     "comparable",
     "local_executor",
     "make_grid",
+    "make_grids",
     "parse_count",
     "parse_values",
     "plan_sweep",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from radix_evict.errors import ConfigProblem, PolicyConfigError, RadixEvictError
+from radix_evict.errors import ConfigProblem, PolicyConfigError, ProblemType, RadixEvictError
 from radix_evict.policies.contract import PolicyConfig
 from radix_evict.policies.registry import registry
 from radix_evict.sim.sweep.grid import REFERENCES, Cell, Spot, page_pool
@@ -56,16 +56,17 @@ class SweepGridError(RadixEvictError, ValueError):
 Pair = tuple[str, str]  # (policy, its config as given, canonical JSON)
 
 
-def parse_config(policy: str, config: dict[str, Any] | None
+def parse_config(policy: str, config: dict[str, Any] | None, extended: bool = False
                  ) -> PolicyConfig | list[ConfigProblem] | None:
     """One (policy, config as given) through the registry: its frozen config, or its problems.
 
-    The policy must be a ``--policy`` choice. No config stays None (the
+    The policy must be a ``--policy`` choice (with ``extended``, any registered
+    policy: the hidden baselines too). No config stays None (the
     policy's defaults, or for a policy whose spec derives one, the config the
     replay derives from each cell's workload).
     """
     try:
-        registry.check_choice(policy)
+        registry.check_choice(policy, extended=extended)
         if config is None:
             return None
         return registry.parse_config(policy, config)
@@ -73,10 +74,12 @@ def parse_config(policy: str, config: dict[str, Any] | None
         return list(exc.problems)
 
 
-def parse_configs(spots: Sequence[Spot]) -> dict[Pair, PolicyConfig | None]:
+def parse_configs(spots: Sequence[Spot], extended: bool = False
+                  ) -> dict[Pair, PolicyConfig | None]:
     """Each distinct (policy, config) of ``spots`` validated once; SweepGridError names bad cells.
 
     A problem names the first cell that has it and how many more share it.
+    ``extended`` accepts hidden policies (:func:`parse_config`).
     """
     verdicts: dict[Pair, PolicyConfig | list[ConfigProblem] | None] = {}
     first: dict[Pair, int] = {}
@@ -87,13 +90,20 @@ def parse_configs(spots: Sequence[Spot]) -> dict[Pair, PolicyConfig | None]:
         if pair not in verdicts:
             first[pair] = i
             verdicts[pair] = (None if spot.policy in REFERENCES
-                              else parse_config(spot.policy, spot.config))
+                              else parse_config(spot.policy, spot.config, extended))
     found = [
         CellProblems(first[pair], len(spots), spots[first[pair] - 1], tuple(v), counts[pair] - 1)
         for pair, v in verdicts.items() if isinstance(v, list)
     ]
     if found:
-        raise SweepGridError(found)
+        hidden = sorted({p.policy for f in found for p in f.problems
+                         if p.type == ProblemType.HIDDEN_POLICY})
+        other = []
+        if hidden:
+            what = "a baseline" if len(hidden) == 1 else "baselines"
+            other.append(f"to sweep {', '.join(hidden)} as {what}, add --hidden (in a grid "
+                         "file, hidden: true)")
+        raise SweepGridError(found, other)
     return {pair: v for pair, v in verdicts.items() if not isinstance(v, list)}
 
 

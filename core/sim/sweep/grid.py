@@ -353,6 +353,7 @@ class Grid:
     seeds: tuple[int, ...] = (0,)
     references: bool = False
     timing: TimingAxes | None = None  # a timed grid: every cell runs the timed replay
+    hidden: bool = False  # accept registered policies that are not --policy choices (fifo, mru)
 
     def count(self) -> int:
         """How many cells the axes multiply to, before any duplicate is dropped (no expansion)."""
@@ -399,14 +400,15 @@ class Grid:
         """Every cell with its validated config, in a fixed order, each cell once.
 
         Each distinct (policy, config) is validated once (``registry.parse_config``);
-        cells whose configs validate to the same object are one cell. Raises
+        cells whose configs validate to the same object are one cell. A policy
+        must be a ``--policy`` choice, or with ``hidden`` any registered one. Raises
         :class:`~radix_evict.sim.sweep.check.SweepGridError` naming the cells
         whose config is bad.
         """
         from radix_evict.sim.sweep.check import parse_configs
 
         spots = self.spots()
-        configs = parse_configs(spots)
+        configs = parse_configs(spots, extended=self.hidden)
         out: dict[str, Cell] = {}
         for s in spots:
             cell = Cell(s.policy, configs[s.policy, s.config_json], s.pool_tokens, s.page_size,

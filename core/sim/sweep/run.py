@@ -55,16 +55,24 @@ class SweepSizeError(RadixEvictError, ValueError):
 class SweepPlan:
     """A checked grid: its cells, those still to run, and the rows a result file already has.
 
-    ``notes`` say where the grid listed one cell twice in effect (configs
-    equal once validated, pool sizes equal in whole pages).
+    ``grids`` holds the grid, or the several grids swept as one (a grid file's
+    ``grids``: their cells in order, a cell two grids list once). ``notes``
+    say where a grid listed one cell twice in effect (configs equal once
+    validated, pool sizes equal in whole pages).
     """
 
-    grid: Grid
+    grids: tuple[Grid, ...]
     cells: list[Cell]
     todo: list[Cell]
     kept: dict[str, Row]
     results: ResultFile | None = None
     notes: list[str] = field(default_factory=list)
+    sizes: list[str] = field(default_factory=list)  # each grid's size text, as it ran
+
+    @property
+    def timed(self) -> bool:
+        """Whether any grid runs the timed replay (its rows have the timed columns)."""
+        return any(g.timing is not None for g in self.grids)
 
     @property
     def todo_keys(self) -> set[str]:
@@ -73,10 +81,15 @@ class SweepPlan:
 
     @property
     def size_text(self) -> str:
-        """E.g. ``2 policy configs x 2 pool sizes x 1 workload x 1 seed + 3 reference cells``."""
+        """E.g. ``2 policy configs x 2 pool sizes x 1 workload x 1 seed + 3 reference cells``.
+
+        Several grids: each one's axes in parentheses, joined by ``+``.
+        """
         refs = sum(c.is_reference for c in self.cells)
         extra = f" + {refs} reference cells (oracle, ceiling)" if refs else ""
-        return (f"{self.grid.size_text(self.cells)}{extra} = {len(self.cells):,} "
+        sizes = self.sizes or [g.size_text(self.cells) for g in self.grids]
+        axes = sizes[0] if len(sizes) == 1 else " + ".join(f"({s})" for s in sizes)
+        return (f"{axes}{extra} = {len(self.cells):,} "
                 f"cell{'s' * (len(self.cells) != 1)}")
 
 
@@ -90,28 +103,38 @@ class SweepOutcome:
     failed: list[Row] = field(default_factory=list)
 
 
-def plan_sweep(grid: Grid, out: Path | None = None, *, write: bool = True,
+def plan_sweep(grid: Grid | Sequence[Grid], out: Path | None = None, *, write: bool = True,
                max_cells: int = MAX_CELLS) -> SweepPlan:
     """Expand and check ``grid`` (SweepGridError names bad cells); skip cells ``out`` has.
 
-    More than ``max_cells`` cells is a SweepSizeError before any is expanded.
-    With ``write`` the result file is locked for this sweep (ResultFileError
-    if another sweep holds it); without (a dry run) it is only read. Either
-    way nothing in it changes here.
+    ``grid`` may be several grids swept as one: their cells in order, each
+    cell once (timed and untimed grids may mix; their rows share the result
+    file). More than ``max_cells`` cells is a SweepSizeError before any is
+    expanded. With ``write`` the result file is locked for this sweep
+    (ResultFileError if another sweep holds it); without (a dry run) it is
+    only read. Either way nothing in it changes here.
     """
-    count = grid.count()
+    grids = (grid,) if isinstance(grid, Grid) else tuple(grid)
+    if not grids:
+        raise ValueError("plan_sweep: no grid")
+    count = sum(g.count() for g in grids)
     if count > max_cells:
-        raise SweepSizeError(f"the grid multiplies to {count:,} cells, over the limit of "
+        what = "the grid multiplies" if len(grids) == 1 else f"the {len(grids)} grids add up"
+        raise SweepSizeError(f"{what} to {count:,} cells, over the limit of "
                              f"{max_cells:,}; narrow an axis, or raise the limit with "
                              f"--max-cells {count}")
-    cells = grid.cells()
+    each = [g.cells() for g in grids]
+    cells = list({c.key: c for part in each for c in part}.values())
     check_cells(cells)
-    results = (ResultFile(out, write=write, timed=grid.timing is not None)
+    results = (ResultFile(out, write=write, timed=any(g.timing is not None for g in grids))
                if out is not None else None)
     finished = results.finished() if results is not None else set()
     kept = {c.key: results.rows[c.key] for c in cells if results and c.key in finished}
     todo = [c for c in cells if c.key not in finished]
-    return SweepPlan(grid, cells, todo, kept, results, merge_notes(grid, cells))
+    notes = list(dict.fromkeys(n for g, part in zip(grids, each, strict=True)
+                               for n in merge_notes(g, part)))
+    sizes = [g.size_text(part) for g, part in zip(grids, each, strict=True)]
+    return SweepPlan(grids, cells, todo, kept, results, notes, sizes)
 
 
 def run_sweep(

@@ -20,10 +20,24 @@ A grid file (YAML or TOML) has the command line's axes as keys::
     slo_ttft: 500             # one value for every cell: slo_ttft, slo_tpot (ms), time_scale,
     time_scale: 1             # chunked_prefill_size, concurrency (instead of rate)
     objective: ttft-p99       # what the summary ranks by: hit-rate, ttft-p99 or slo
+    hidden: true              # accept hidden policies (fifo, mru, filo) as baselines
 
 A list is taken item by item; a string is read with the command line's
 syntax (:mod:`radix_evict.sim.sweep.values`). Options given on the command
 line replace the file's axis of the same name (``-g`` replaces one key).
+
+``grids`` lists several grids swept as one (one plan, one result file)::
+
+    policies: [lru, slru]     # the keys above: what every grid shares
+    grids:
+      - {traces: [a.jsonl], page_size: 512, pool_tokens: [2M, 4M], oracle: true}
+      - {workloads: [chat]}   # its own default pool and page size
+      - {traces: [a.jsonl], page_size: 512, pool_tokens: [2M, 4M], timing: true}
+
+Each entry takes the keys above but ``grids`` and ``objective`` (the
+summary's, one for the sweep); its keys replace the shared ones, and the
+command line's options replace both (:meth:`GridParts.over`). A cell that two
+grids list runs once.
 """
 
 from __future__ import annotations
@@ -68,7 +82,10 @@ Param = tuple[str | None, str, Any]  # (scope, key, value): --param [SCOPE.]KEY=
 TIMING_KEYS = ("timing", "max_running", "rate", "cost_model", "concurrency", "time_scale",
                "slo_ttft", "slo_tpot", "chunked_prefill_size", "objective")
 FILE_KEYS = ("policies", "pool_tokens", "page_size", "workloads", "traces", "params", "seeds",
-             "oracle", *TIMING_KEYS)
+             "oracle", "hidden", *TIMING_KEYS, "grids")
+# What one entry of ``grids`` may set: everything but the list itself and the summary's
+# objective (one for the whole sweep).
+GRID_ENTRY_KEYS = tuple(k for k in FILE_KEYS if k not in ("grids", "objective"))
 
 
 @dataclass
@@ -84,6 +101,7 @@ class GridParts:
     params: list[Param] | None = None
     seeds: list[int] | None = None
     references: bool | None = None  # the oracle and the ceiling
+    hidden: bool | None = None  # accept registered policies that are not --policy choices
     # The timed replay: on or off, its three axes, the options every cell shares, and what
     # the summary ranks by (read by the front end; the grid does not need it).
     timing: bool | None = None
@@ -96,6 +114,9 @@ class GridParts:
     slo_tpot: float | None = None
     chunked_prefill_size: int | None = None
     objective: str | None = None
+    # Several grids swept as one (a grid file's ``grids``): each entry's own axes, over
+    # these (the shared ones); None for one grid. See :meth:`expand`.
+    grids: list[GridParts] | None = None
 
     def timing_given(self) -> list[str]:
         """The timed-replay options these parts set (their grid file names), but ``timing``."""
@@ -106,17 +127,43 @@ class GridParts:
                 if getattr(self, f) is not None]
 
     def over(self, base: GridParts) -> GridParts:
-        """These parts where given, ``base``'s elsewhere; ``vary`` merged key by key."""
+        """These parts where given, ``base``'s elsewhere; ``vary`` merged key by key.
+
+        When ``base`` lists several grids, what these parts give replaces each
+        grid's own value too (the command line's options win over a grid file's
+        every grid).
+        """
         merged = {f.name: getattr(self, f.name) if getattr(self, f.name) is not None
-                  else getattr(base, f.name) for f in dataclasses.fields(self) if f.name != "vary"}
+                  else getattr(base, f.name) for f in dataclasses.fields(self)
+                  if f.name not in ("vary", "grids")}
         vary = {p: dict(keys) for p, keys in base.vary.items()}
         for p, keys in self.vary.items():
             vary.setdefault(p, {}).update(keys)
-        return GridParts(**merged, vary=vary)
+        mine = dataclasses.replace(self, grids=None)
+        grids = ([mine.over(g) for g in base.grids] if base.grids is not None
+                 else self.grids)
+        return GridParts(**merged, vary=vary, grids=grids)
+
+    def expand(self) -> list[GridParts]:
+        """One GridParts per grid: each entry of ``grids`` over the shared parts, or self."""
+        if self.grids is None:
+            return [self]
+        shared = dataclasses.replace(self, grids=None)
+        return [g.over(shared) for g in self.grids]
+
+
+def make_grids(parts: GridParts) -> list[Grid]:
+    """Every grid ``parts`` describe (several with ``grids``), each as :func:`make_grid`."""
+    return [make_grid(p) for p in parts.expand()]
 
 
 def make_grid(parts: GridParts) -> Grid:
-    """The grid of ``parts``, with defaults: the registry's own choices, ``chat``, seed 0."""
+    """The grid of ``parts``, with defaults: the registry's own choices, ``chat``, seed 0.
+
+    ``parts`` must describe one grid (:meth:`GridParts.expand` splits several).
+    """
+    if parts.grids is not None:
+        raise SweepValueError("several grids: expand them first (make_grids)")
     policies = list(dict.fromkeys(parts.policies or []))
     if policies:
         stray = [p for p in parts.vary if p not in policies]
@@ -150,6 +197,7 @@ def make_grid(parts: GridParts) -> Grid:
         seeds=seeds,
         references=bool(parts.references),
         timing=timing_axes(parts),
+        hidden=bool(parts.hidden),
     )
 
 
@@ -243,11 +291,35 @@ def read_grid_file(path: Path) -> GridParts:
     unknown = [k for k in data if k not in FILE_KEYS]
     if unknown:
         raise SweepValueError(f"{path}: unknown key {unknown[0]!r} (keys: {', '.join(FILE_KEYS)})")
-    return _parts(path, data)
+    parts = _parts(path, data)
+    if "grids" in data:
+        parts.grids = _grid_entries(path, data["grids"])
+    return parts
 
 
-def _parts(path: Path, data: Mapping[str, Any]) -> GridParts:
-    where = f"{path}:"
+def _grid_entries(path: Path, value: Any) -> list[GridParts]:
+    """A grid file's ``grids``: a non-empty list of mappings of :data:`GRID_ENTRY_KEYS`."""
+    if not isinstance(value, list) or not value:
+        raise SweepValueError(f"{path}: grids: expected a list of grids (mappings of "
+                              f"{', '.join(GRID_ENTRY_KEYS)})")
+    out = []
+    for i, entry in enumerate(value, 1):
+        where = f"{path}: grids[{i}]"
+        if not isinstance(entry, Mapping):
+            raise SweepValueError(f"{where}: expected a mapping of {', '.join(GRID_ENTRY_KEYS)}")
+        bad = [k for k in entry if k not in GRID_ENTRY_KEYS]
+        if bad:
+            why = ("one for the whole sweep: give it beside grids" if bad[0] == "objective"
+                   else "grids do not nest" if bad[0] == "grids"
+                   else f"keys: {', '.join(GRID_ENTRY_KEYS)}")
+            raise SweepValueError(f"{where}: key {bad[0]!r} ({why})")
+        out.append(_parts(path, entry, where))
+    return out
+
+
+def _parts(path: Path, data: Mapping[str, Any], at: str | None = None) -> GridParts:
+    """The keys of a grid file (or of one of its ``grids``, named by ``at`` in messages)."""
+    where = f"{at or path}:"
     parts = GridParts()
     pol = data.get("policies")
     if isinstance(pol, Mapping):
@@ -273,22 +345,22 @@ def _parts(path: Path, data: Mapping[str, Any]) -> GridParts:
         base = path.parent
         parts.traces = [os.path.normpath(base / t) if not os.path.isabs(t) else t
                         for t in _names(data["traces"], f"{where} traces")]
-    if "oracle" in data:
-        if not isinstance(data["oracle"], bool):
-            raise SweepValueError(f"{where} oracle: expected true or false")
-        parts.references = data["oracle"]
+    for key, name in (("oracle", "references"), ("hidden", "hidden")):
+        if key in data:
+            if not isinstance(data[key], bool):
+                raise SweepValueError(f"{where} {key}: expected true or false")
+            setattr(parts, name, data[key])
     params = data.get("params")
     if params is not None:
         if not isinstance(params, Mapping):
             raise SweepValueError(f"{where} params: expected a mapping KEY: VALUE")
         parts.params = [_param(str(k), v) for k, v in params.items()]
-    _timing_parts(path, data, parts)
+    _timing_parts(path, data, parts, where)
     return parts
 
 
-def _timing_parts(path: Path, data: Mapping[str, Any], parts: GridParts) -> None:
+def _timing_parts(path: Path, data: Mapping[str, Any], parts: GridParts, where: str) -> None:
     """The timed replay's keys of a grid file; a cost model file is relative to the grid file."""
-    where = f"{path}:"
     if "timing" in data:
         if not isinstance(data["timing"], bool):
             raise SweepValueError(f"{where} timing: expected true or false")
