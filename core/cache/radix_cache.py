@@ -647,13 +647,14 @@ class RadixCache:
         siblings[first] = node
         node.value = None
 
-    def _adopt_unevicted(self, nodes: list[TreeNode]) -> None:
+    def _adopt_unevicted(self, nodes: list[TreeNode], register: bool = True) -> None:
         host = self._host
         assert host is not None
         tokens = 0
         for x in nodes:
             self._slots.adopt(x.value)
-            host.note_duplicate(x)
+            if register:
+                host.note_duplicate(x)
             tokens += x.num_tokens
         self._evictable += tokens
         host.host_only_tokens -= tokens
@@ -919,8 +920,14 @@ class RadixCache:
         """
         host = self._host
         assert host is not None
-        if node.host_value is None and not (host.write_back and host.back_up(node)):
-            return False
+        if node.host_value is None:
+            if not (host.write_back and host.back_up(node)):
+                return False
+            # SGLang registers the write at its ack, while the node is on both tiers, and
+            # leaves the entry (stale once demoted) where it is: this is the node's place in
+            # the reclaim order, also after a later reload (unified_tree_core.py 1604-1610,
+            # 2840-2849).
+            host.note_duplicate(node)
         self._demoted.append((node, node.value))
         node.value = None
         host.offer(node)  # a host leaf, unless host-only children hang below it
@@ -1003,7 +1010,9 @@ class RadixCache:
         for y in path:
             self._unevict(parent, y, claimed, lo)
             parent = y
-        self._adopt_unevicted(path)
+        self._adopt_unevicted(path, register=False)
+        for y in reversed(path):  # SGLang's load ack registers from the anchor up (2735-2751)
+            host.note_duplicate(y)
         host.stats.unevicted_tokens -= tokens  # counted as loaded, not as given fresh KV
         st.loaded_tokens += tokens
         st.load_back_calls += 1
