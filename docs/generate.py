@@ -9,10 +9,13 @@ Subcommands (run from anywhere; paths are relative to the repository root):
     python docs/generate.py figures    # run `radix-evict simulate --json`, write results.json,
                                        # the plot docs/figures/policies.png, then the tables
     python docs/generate.py sweep-figure  # run the Sweeps page's sweep: its rows, plot, table
+    python docs/generate.py results    # docs/results.md's tables, from docs/results/rows.jsonl
+    python docs/generate.py results --measure  # run its sweep first (20-30 min on 2 cores)
     python docs/generate.py architecture  # docs/architecture.md's import graph, from the code
-    python docs/generate.py all        # policies, cli, tables and architecture (the fast ones)
+    python docs/generate.py all        # policies, cli, tables, results and architecture
+                                       # (the fast ones: nothing is measured)
 
-``--check`` (with policies, cli, tables or all) writes nothing and exits 1 when
+``--check`` (with policies, cli, tables, results or all) writes nothing and exits 1 when
 a committed page differs from what would be generated. tests/project/test_docs.py
 makes the same comparison in-process.
 
@@ -22,8 +25,9 @@ plugin packages are installed, and the figures are measured with
 
 Each job lives in its own module of ``docs/gen/``: ``references.py`` (the
 policy and CLI reference pages), ``figures.py`` (the measured runs, results.json,
-the plot) and ``tables.py`` (the figure tables in the pages); ``common.py``
-holds what they share. This file only parses the command line.
+the plot), ``tables.py`` (the figure tables in the pages), ``sweeps.py`` (the
+Sweeps page's figure) and ``results.py`` (the results page, from one sweep);
+``common.py`` holds what they share. This file only parses the command line.
 """
 
 from __future__ import annotations
@@ -38,11 +42,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # docs/: makes docs/gen importable
 
 from gen import architecture, figures, references, sweeps, tables
+from gen import results as results_page
 from gen.common import ROOT, write_if_changed
 
 
 def expected_pages(what: str) -> dict[Path, str]:
-    """Path -> generated text for ``policies``, ``cli``, ``tables`` or ``all``."""
+    """Path -> generated text for ``policies``, ``cli``, ``tables``, ``results`` or ``all``."""
     pages: dict[Path, str] = {}
     if what in ("policies", "all"):
         pages[references.POLICIES_PAGE] = references.render_policies()
@@ -51,6 +56,8 @@ def expected_pages(what: str) -> dict[Path, str]:
     if what in ("tables", "all"):
         pages.update(tables.table_pages(figures.load_results()))
         pages.update(sweeps.page())
+    if what in ("results", "all"):
+        pages.update(results_page.page())
     if what in ("architecture", "all"):
         pages[architecture.PAGE] = architecture.page()
     return pages
@@ -59,10 +66,13 @@ def expected_pages(what: str) -> dict[Path, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
-    for name in ("policies", "cli", "tables", "architecture", "all"):
+    for name in ("policies", "cli", "tables", "results", "architecture", "all"):
         p = sub.add_parser(name)
         p.add_argument("--check", action="store_true",
                        help="write nothing; exit 1 if a committed page is out of date")
+        if name == "results":
+            p.add_argument("--measure", action="store_true",
+                           help="run the results sweep afresh first (docs/results/rows.jsonl)")
     fig = sub.add_parser("figures", help="measure, then write results.json, the plot, tables")
     fig.add_argument("--trace-limit", type=int, default=0,
                      help="replay only the first N requests of each trace (0 = all)")
@@ -106,6 +116,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if write_if_changed(path, text):
                 print(f"wrote {path.relative_to(ROOT)}", file=sys.stderr)
         return 0
+    if args.what == "results" and args.measure:
+        if args.check:
+            parser.error("results: --measure and --check do not go together")
+        meta = results_page.measure()
+        print(f"measured in {meta['wall_s']:.1f} s: {results_page.ROWS.relative_to(ROOT)}, "
+              f"{results_page.META.relative_to(ROOT)}", file=sys.stderr)
     stale = []
     for path, text in expected_pages(args.what).items():
         rel = path.relative_to(ROOT)

@@ -155,7 +155,7 @@ def test_results_cover_the_documented_runs() -> None:
     assert png.startswith(b"\x89PNG"), "docs/figures/policies.png is not a PNG"
 
 
-@pytest.mark.parametrize("page", ["choosing.md", "quickstart.md"])
+@pytest.mark.parametrize("page", ["choosing.md", "quickstart.md", "results.md"])
 def test_no_measured_figure_outside_generated_sections(page: str) -> None:
     text = common.SECTION_RE.sub("", _committed(DOCS / page))
     typed = re.findall(r"\b\d+\.\d+ ?%|\b\d{1,3}(?:,\d{3})+\b", text)

@@ -1,0 +1,404 @@
+"""The results page: every policy on the Mooncake traces and the chat workload, from one sweep.
+
+``python docs/generate.py results --measure`` runs :data:`COMMAND` (one
+``radix-evict sweep`` of the grid file ``docs/results/sweep.toml``: every
+installed policy, the hidden baselines too, with the oracle and the
+ceiling, each cell in the token replay and in the timed replay), keeping its
+rows in ``docs/results/rows.jsonl`` and what ran it (date, versions, wall
+time) in ``docs/results/meta.json``. ``python docs/generate.py results``
+renders docs/results.md's generated section from those two files; ``all
+--check`` (and tests/project/test_results_page.py) fail when the page and
+the rows disagree.
+
+The figures: *hit rate* is the token replay's (what ``simulate`` reports);
+*gap closed* is ``(policy - lru) / (oracle - lru)`` on those hit rates, at
+the same pool; *p99 TTFT* is the timed replay's, with the default cost model.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .common import DOCS, ROOT, apply_sections, md_cell
+
+PAGE = DOCS / "results.md"
+FOLDER = DOCS / "results"
+GRID = FOLDER / "sweep.toml"
+ROWS = FOLDER / "rows.jsonl"
+META = FOLDER / "meta.json"
+JOBS = 2  # worker processes: two cores, shared (20 to 30 minutes for the 230 cells)
+ARGS = ["sweep", "--grid", GRID.relative_to(ROOT).as_posix(), "--jobs", str(JOBS),
+        "--out", ROWS.relative_to(ROOT).as_posix()]
+COMMAND = "radix-evict " + shlex.join(ARGS)
+DISTRIBUTIONS = ("radix-evict", "radix-evict-classics", "radix-evict-costaware",
+                 "radix-evict-learned")
+
+ORACLE, CEILING, REFERENCE = "oracle", "ceiling", "lru"
+LEARNED = "learned"
+CONVERSATION = "mooncake_conversation_trace.jsonl"
+SYNTHETIC = "mooncake_synthetic_trace.jsonl"
+GOAL_POOL = 4_000_000  # the issue's pool for the learned policy's gap goals (whole pages below)
+GAP_GOALS = ((CONVERSATION, 0.25), (SYNTHETIC, 0.15))  # share of the lru-to-oracle gap
+MAX_LOSS = 0.01  # hit rate the learned policy may lose against lru, anywhere in the table
+
+Row = dict[str, Any]
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def measure() -> dict[str, Any]:
+    """Run :data:`COMMAND` afresh from the repository root; write rows.jsonl and meta.json.
+
+    The grid file names the traces relative to itself (``../shared/traces``
+    from the repository root, read in place); rows name them as seen from the
+    root. Returns the meta written.
+    """
+    from importlib import metadata
+
+    ROWS.unlink(missing_ok=True)
+    exe = Path(sys.executable).parent / "radix-evict"
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    subprocess.run([str(exe), *ARGS, "--no-progress"], cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    ROWS.with_name(ROWS.name + ".lock").unlink(missing_ok=True)  # the sweep's lock: ours, done
+    meta = {
+        "command": COMMAND,
+        "date": started.strftime("%Y-%m-%d"),
+        "wall_s": round(wall, 1),
+        "jobs": JOBS,
+        "cells": len(load_rows()),
+        "versions": {d: metadata.version(d) for d in DISTRIBUTIONS},
+        "python": platform.python_version(),
+        "core": core_build(),
+        **code_state(),
+    }
+    META.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return meta
+
+
+CODE = ("core", "builtin_policies", "cli", "plugins_example")  # what the figures depend on
+
+
+def core_build() -> str:
+    """``compiled`` or ``pure Python``: how the cache's hot modules ran (the same replays)."""
+    import radix_evict.cache.radix_cache as module
+
+    return "compiled" if str(module.__file__).endswith((".so", ".pyd")) else "pure Python"
+
+
+def code_state() -> dict[str, Any]:
+    """The commit the code is at, and the code files that differ from it (uncommitted)."""
+    status = _git("status", "--porcelain", "--", *CODE)
+    return {"commit": _git("rev-parse", "--short", "HEAD"),
+            "changed_files": sorted(line[3:] for line in status.splitlines() if line[3:])}
+
+
+def _git(*args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    return proc.stdout.rstrip() if proc.returncode == 0 else ""
+
+
+def load_rows(path: Path = ROWS) -> list[Row]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def load_meta(path: Path = META) -> dict[str, Any]:
+    return dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+# --------------------------------------------------------------------------- reading the rows
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload of the table: how rows name it, its title, its pools."""
+
+    name: str  # the rows' ``workload`` (a trace by its path)
+    title: str
+    pools: tuple[int, ...]
+    page_size: int
+
+
+def _title(name: str) -> str:
+    base = Path(name).name
+    if base == CONVERSATION:
+        return "Mooncake conversation trace"
+    if base == SYNTHETIC:
+        return "Mooncake synthetic trace"
+    return f"`{name}` workload" if "/" not in name else f"`{base}`"
+
+
+def workloads(rows: Sequence[Row]) -> list[Workload]:
+    """The workloads in the rows' order, each with the pools its policies ran at."""
+    out: dict[str, Workload] = {}
+    for r in rows:
+        if r["policy"] == CEILING or r["pool_tokens"] is None:
+            continue
+        w = out.get(r["workload"])
+        pools = tuple(sorted({*(w.pools if w else ()), r["pool_tokens"]}))
+        out[r["workload"]] = Workload(r["workload"], _title(r["workload"]), pools,
+                                      r["page_size"])
+    return list(out.values())
+
+
+def policies(rows: Sequence[Row]) -> list[str]:
+    """The servable policies in the sweep's order (the grid's), references left out."""
+    return list(dict.fromkeys(r["policy"] for r in rows
+                              if r["policy"] not in (ORACLE, CEILING)))
+
+
+class Figures:
+    """The rows by (workload, policy, pool): token-replay hit rates, timed p99 TTFTs."""
+
+    def __init__(self, rows: Iterable[Row]) -> None:
+        self.hit: dict[tuple[str, str, int | None], float] = {}
+        self.ttft: dict[tuple[str, str, int | None], float] = {}
+        self.ceiling: dict[str, float] = {}
+        self.failed: list[Row] = []
+        for r in rows:
+            if r["status"] != "ok":
+                self.failed.append(r)
+                continue
+            timed = r.get("cost_model") is not None
+            if r["policy"] == CEILING:
+                if not timed:
+                    self.ceiling[r["workload"]] = r["hit_rate"]
+                continue
+            key = (r["workload"], r["policy"], r["pool_tokens"])
+            if timed:
+                self.ttft[key] = r["ttft_p99_ms"]
+            else:
+                self.hit[key] = r["hit_rate"]
+
+    def gap_closed(self, workload: str, policy: str, pool: int) -> float | None:
+        """(policy - lru) / (oracle - lru) at this pool; None without a gap (or a figure)."""
+        h = self.hit.get((workload, policy, pool))
+        lru = self.hit.get((workload, REFERENCE, pool))
+        oracle = self.hit.get((workload, ORACLE, pool))
+        if h is None or lru is None or oracle is None or oracle - lru <= 1e-12:
+            return None
+        return (h - lru) / (oracle - lru)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def pool_label(tokens: int, page_size: int) -> str:
+    """``4M`` for 3,999,744 tokens of 512-token pages, ``200K``: the pool as asked for."""
+    for unit, suffix in ((1_000_000, "M"), (1_000, "K")):
+        near = round(tokens / unit * 10) / 10
+        if near >= 1 and abs(near * unit - tokens) < page_size:
+            return f"{near:g}{suffix}"
+    return f"{tokens:,}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _gap(x: float | None) -> str:
+    if x is None:
+        return "-"
+    text = f"{100 * x:.1f}%"
+    return "0.0%" if text == "-0.0%" else text
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
+
+
+def _best(values: Mapping[str, float], highest: bool) -> set[str]:
+    """The policies with the best value as the tables print it (ties all marked).
+
+    Compared at the printed precision (0.1% of hit rate, 1 ms of TTFT), so two
+    figures that read the same are both best.
+    """
+    if not values:
+        return set()
+    shown = {p: round(v * 1000) if highest else round(v) for p, v in values.items()}
+    top = max(shown.values()) if highest else min(shown.values())
+    return {p for p, v in shown.items() if v == top}
+
+
+def _bold(text: str, on: bool) -> str:
+    return f"**{text}**" if on else text
+
+
+def workload_table(f: Figures, w: Workload, names: Sequence[str]) -> list[str]:
+    """One workload: a line per policy (then the oracle and the ceiling), three columns per pool.
+
+    Bold: the highest hit rate and the lowest p99 TTFT of a servable policy at each pool.
+    """
+    head = ["policy"]
+    for pool in w.pools:
+        label = pool_label(pool, w.page_size)
+        head += [f"{label} hit rate", f"{label} gap closed", f"{label} p99 TTFT ms"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "--:|" * (len(head) - 1)]
+    best_hit = {pool: _best({p: f.hit[w.name, p, pool] for p in names
+                             if (w.name, p, pool) in f.hit}, highest=True) for pool in w.pools}
+    best_ttft = {pool: _best({p: f.ttft[w.name, p, pool] for p in names
+                              if (w.name, p, pool) in f.ttft}, highest=False)
+                 for pool in w.pools}
+    for p in [*names, ORACLE]:
+        cells = []
+        for pool in w.pools:
+            ref = p == ORACLE
+            cells += [_bold(_pct(f.hit.get((w.name, p, pool))), p in best_hit[pool] and not ref),
+                      _gap(f.gap_closed(w.name, p, pool)),
+                      _bold(_ms(f.ttft.get((w.name, p, pool))), p in best_ttft[pool] and not ref)]
+        name = "*oracle (offline bound)*" if p == ORACLE else p
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    top = f.ceiling.get(w.name)
+    if top is not None:
+        lines.append("| *ceiling (infinite pool)* | "
+                     + " | ".join(f"{_pct(top)} | - | -" for _ in w.pools) + " |")
+    return lines
+
+
+def winners(f: Figures, w: Workload, names: Sequence[str]) -> str:
+    """Who has the highest hit rate and the lowest p99 TTFT at each pool, in one line."""
+    parts = []
+    for pool in w.pools:
+        hits = {p: f.hit[w.name, p, pool] for p in names if (w.name, p, pool) in f.hit}
+        ttfts = {p: f.ttft[w.name, p, pool] for p in names if (w.name, p, pool) in f.ttft}
+        if not hits:
+            continue
+        hit_top = sorted(_best(hits, highest=True))
+        lru = hits.get(REFERENCE)
+        gain = "" if lru is None else f", {100 * (hits[hit_top[0]] - lru):+.1f} points on lru"
+        text = (f"{pool_label(pool, w.page_size)}: hit rate {', '.join(hit_top)} "
+                f"({_pct(hits[hit_top[0]])}{gain})")
+        if ttfts:
+            ttft_top = sorted(_best(ttfts, highest=False))
+            text += f", p99 TTFT {', '.join(ttft_top)} ({_ms(ttfts[ttft_top[0]])} ms)"
+        parts.append(text)
+    return f"- {w.title}: " + "; ".join(parts) + "."
+
+
+def gap_summary(f: Figures, ws: Sequence[Workload], names: Sequence[str]) -> list[str]:
+    """How much of the lru-to-oracle gap the best servable policy closes anywhere, and the gaps."""
+    closed = [(g, p, w, pool) for w in ws for pool in w.pools for p in names
+              if (g := f.gap_closed(w.name, p, pool)) is not None]
+    gaps = [f.hit[w.name, ORACLE, pool] - f.hit[w.name, REFERENCE, pool] for w in ws
+            for pool in w.pools if (w.name, ORACLE, pool) in f.hit
+            and (w.name, REFERENCE, pool) in f.hit]
+    if not closed or not gaps:
+        return []
+    g, p, w, pool = max(closed, key=lambda x: x[0])
+    return [f"The lru-to-oracle gap is {100 * min(gaps):.1f} to {100 * max(gaps):.1f} points of "
+            f"hit rate across the tables; the most of it any servable policy closes is "
+            f"{_gap(g)} ({p}, {w.title}, {pool_label(pool, w.page_size)}).", ""]
+
+
+def goal_table(f: Figures, ws: Sequence[Workload]) -> list[str]:
+    """The learned policy against its goals (issue #24), met or not, from the same rows.
+
+    At pool 4M of each trace it should close :data:`GAP_GOALS` of the
+    lru-to-oracle gap; on chat, and at every pool size of the tables, lose no
+    more than :data:`MAX_LOSS` of hit rate against lru.
+    """
+    lines = ["| goal | lru | learned | oracle | learned - lru | gap closed | target | met? |",
+             "|---|--:|--:|--:|--:|--:|--:|:-:|"]
+    targets = dict(GAP_GOALS)
+    for w in ws:
+        target = targets.get(Path(w.name).name)
+        pool = next((p for p in w.pools if abs(p - GOAL_POOL) < w.page_size), None)
+        if target is None or pool is None:
+            continue
+        lru, mine, oracle = (f.hit.get((w.name, p, pool)) for p in (REFERENCE, LEARNED, ORACLE))
+        if lru is None or mine is None or oracle is None:
+            continue
+        gap = f.gap_closed(w.name, LEARNED, pool)
+        need = lru + target * (oracle - lru)
+        met = gap is not None and gap >= target
+        lines.append(f"| {w.title}, page {w.page_size}, pool {pool_label(pool, w.page_size)}: "
+                     f"close {100 * target:.0f}% of the gap | {_pct(lru)} | **{_pct(mine)}** | "
+                     f"{_pct(oracle)} | {_points(mine - lru)} | **{_gap(gap)}** | "
+                     f">= {100 * target:.0f}% (hit rate >= {_pct(need)}) | "
+                     f"{'yes' if met else '**no**'} |")
+    for w in ws:
+        if Path(w.name).name not in targets:
+            for pool in w.pools:
+                lines.append(_loss_line(f, [(w, pool)], w.title))
+    lines.append(_loss_line(f, [(w, pool) for w in ws for pool in w.pools],
+                            "Every workload and pool size above"))
+    return lines
+
+
+def _points(delta: float) -> str:
+    return f"{100 * delta:+.1f} points"
+
+
+def _loss_line(f: Figures, pairs: Sequence[tuple[Workload, int]], what: str) -> str:
+    """The largest hit-rate loss of learned against lru over ``pairs``, as a goal line."""
+    found = [(f.hit[w.name, LEARNED, pool] - f.hit[w.name, REFERENCE, pool], w, pool)
+             for w, pool in pairs
+             if (w.name, LEARNED, pool) in f.hit and (w.name, REFERENCE, pool) in f.hit]
+    goal = f"lose at most {100 * MAX_LOSS:.0f} point of hit rate against lru"
+    if not found:
+        return f"| {what}: {goal} | - | - | | | | | - |"
+    delta, w, pool = min(found, key=lambda x: x[0])
+    lru, mine = f.hit[w.name, REFERENCE, pool], f.hit[w.name, LEARNED, pool]
+    where = (f" (worst: {w.title}, {pool_label(pool, w.page_size)})" if len(pairs) > 1
+             else "")
+    met = delta >= -MAX_LOSS - 1e-12
+    return (f"| {what}: {goal}{where} | {_pct(lru)} | **{_pct(mine)}** | | "
+            f"**{_points(delta)}** | | >= {_points(-MAX_LOSS)} | "
+            f"{'yes' if met else '**no**'} |")
+
+
+def _run_line(meta: Mapping[str, Any], rows: Sequence[Row]) -> str:
+    versions = ", ".join(f"{d} {v}" for d, v in meta["versions"].items())
+    changed = meta.get("changed_files") or []
+    dirty = f" with uncommitted changes to {', '.join(changed)}" if changed else ""
+    minutes = meta["wall_s"] / 60
+    core = f", {meta['core']} core" if meta.get("core") else ""
+    return (f"`{meta['command']}`: {len(rows)} cells in {minutes:.0f} minutes on "
+            f"{meta['jobs']} worker processes, run on {meta['date']} with {versions} "
+            f"(Python {meta['python']}{core}; commit {meta['commit']}{dirty}).")
+
+
+def section(rows: Sequence[Row], meta: Mapping[str, Any]) -> str:
+    """The generated part of docs/results.md: the command and run, the tables, the goals."""
+    f = Figures(rows)
+    names = policies(rows)
+    ws = workloads(rows)
+    out = [_run_line(meta, rows), ""]
+    if meta.get("command") != COMMAND:
+        out += [f"(This file's command is now `{COMMAND}`: rerun it.)", ""]
+    if f.failed:
+        out += [f"**{len(f.failed)} cells failed**: "
+                + "; ".join(md_cell(f"{r['policy']} {r['workload']}: {r.get('error')}")
+                            for r in f.failed), ""]
+    for w in ws:
+        pools = ", ".join(f"{pool_label(p, w.page_size)} = {p:,}" for p in w.pools)
+        out += [f"### {w.title}", "",
+                f"Page size {w.page_size}; pool{'s' * (len(w.pools) > 1)} in tokens "
+                f"(whole pages): {pools}.", "",
+                *workload_table(f, w, names), ""]
+    out += ["### Who wins where", "",
+            "Highest token hit rate and lowest p99 TTFT among the servable policies:", "",
+            *(winners(f, w, names) for w in ws), "", *gap_summary(f, ws, names),
+            "### The learned policy against its goal", "",
+            *goal_table(f, ws)]
+    return "\n".join(out)
+
+
+def page() -> dict[Path, str]:
+    """docs/results.md as it should read for the committed rows and meta."""
+    text = PAGE.read_text(encoding="utf-8")
+    return {PAGE: apply_sections(text, {"results": section(load_rows(), load_meta())},
+                                 PAGE.name)}
