@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-from helpers.rigs import run_cli
+from helpers.rigs import run_cli, simulate_json
 
 SMALL = ["--param", "convs=30", "--pool-tokens", "6000", "--no-progress"]
 
 pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
 
-def run_json(*args: str) -> dict[str, Any]:
-    r = run_cli("simulate", *args, "--json")
-    assert r.exit_code == 0, r.output
-    data: dict[str, Any] = json.loads(r.stdout)
-    return data
-
 
 def test_json_has_api_md_keys_per_result_and_the_tier_at_top_level() -> None:
-    data = run_json(*SMALL, "--hicache-ratio", "2", "--write-policy", "write_back",
+    data = simulate_json(*SMALL, "--hicache-ratio", "2", "--write-policy", "write_back",
                     "-p", "lru", "-p", "lfu")
     assert data["host_tier"]["write_policy"] == "write_back"
     assert data["host_tier"]["hicache_ratio"] == 2.0
@@ -36,14 +29,14 @@ def test_json_has_api_md_keys_per_result_and_the_tier_at_top_level() -> None:
 
 
 def test_without_a_host_tier_the_json_has_no_host_keys() -> None:
-    data = run_json(*SMALL, "-p", "lru")
+    data = simulate_json(*SMALL, "-p", "lru")
     assert "host_tier" not in data
     assert "device_hit_rate" not in data["results"][0]
 
 
 def test_host_tokens_zero_is_the_one_tier_replay() -> None:
-    one = run_json(*SMALL, "-p", "lru")["results"][0]
-    zero = run_json(*SMALL, "-p", "lru", "--host-tokens", "0")["results"][0]
+    one = simulate_json(*SMALL, "-p", "lru")["results"][0]
+    zero = simulate_json(*SMALL, "-p", "lru", "--host-tokens", "0")["results"][0]
     assert zero["hit_rate"] == one["hit_rate"]
     assert zero["evicted_tokens"] == one["evicted_tokens"]
     assert "device_hit_rate" not in zero
@@ -80,7 +73,7 @@ def test_bad_options_name_the_option(args: list[str], needle: str) -> None:
 
 
 def test_timed_with_a_host_tier_reports_copy_wait() -> None:
-    data = run_json(*SMALL, "--timing", "--hicache-ratio", "1", "--write-policy", "write_back",
+    data = simulate_json(*SMALL, "--timing", "--hicache-ratio", "1", "--write-policy", "write_back",
                     "-p", "lru")
     r = data["results"][0]
     assert r["copy_wait_s"] >= 0 and r["ttft_ms"]["p99"] > 0

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.rigs import run_cli
+from helpers.rigs import run_cli, simulate_json
 
 SMALL = ["--param", "convs=30", "--pool-tokens", "6000"]
 
@@ -18,15 +17,9 @@ def run(*args: str) -> Any:
     return run_cli("simulate", *args)
 
 
-def run_json(*args: str) -> dict[str, Any]:
-    r = run(*args, "--json")
-    assert r.exit_code == 0, r.output
-    data: dict[str, Any] = json.loads(r.stdout)
-    return data
-
 
 def test_oracle_row_ceiling_and_gap_closed_in_json() -> None:
-    data = run_json(*SMALL, "-p", "lru", "-p", "lfu", "--oracle")
+    data = simulate_json(*SMALL, "-p", "lru", "-p", "lfu", "--oracle")
     rows = {r["policy"]: r for r in data["results"]}
     assert list(rows) == ["lru", "lfu", "oracle"]
     assert data["policies"] == ["lru", "lfu"], "the oracle is a reference row, not a policy run"
@@ -41,7 +34,7 @@ def test_oracle_row_ceiling_and_gap_closed_in_json() -> None:
 
 
 def test_oracle_in_the_matrix_and_the_tables(tmp_path: Path) -> None:
-    data = run_json("--workload", "chat,priority-tiers", "-P", "chat.convs=20",
+    data = simulate_json("--workload", "chat,priority-tiers", "-P", "chat.convs=20",
                     "-P", "priority-tiers.requests=100", "-p", "lfu", "--oracle")
     assert set(data["ceiling"]) == {"chat", "priority-tiers"}
     oracles = [r for r in data["results"] if r["policy"] == "oracle"]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.rigs import run_cli
+from helpers.rigs import run_cli, simulate_json
 from prometheus_client.parser import text_string_to_metric_families
 
 from radix_evict import registry
@@ -29,18 +29,12 @@ def run(*args: str) -> Any:
     return run_cli("simulate", *args)
 
 
-def run_json(*args: str) -> dict[str, Any]:
-    r = run(*args, "--json")
-    assert r.exit_code == 0, r.output
-    data: dict[str, Any] = json.loads(r.stdout)
-    return data
-
 
 # ----------------------------------------------------------------------------- one workload
 
 
 def test_default_policies_figures_and_recommendation() -> None:
-    data = run_json(*SMALL)
+    data = simulate_json(*SMALL)
     assert data["mode"] == "workload" and data["policies"] == PUBLIC
     rows = data["results"]
     assert [r["label"] for r in rows] == PUBLIC
@@ -65,7 +59,7 @@ def test_tlru_config_is_derived_from_the_workload_and_said() -> None:
     assert "derives it from chat" in r.stderr
     assert f"next_prompt_estimate = {expected.config['next_prompt_estimate']}" in r.stderr
     assert f"threshold={expected.config['threshold']}" in r.stdout and "(derived)" in r.stdout
-    data = run_json(*SMALL, "--policy", "tlru")
+    data = simulate_json(*SMALL, "--policy", "tlru")
     (row,) = data["results"]
     assert row["config_source"] == "workload-suggested"
     assert row["policy_config"] == expected.config
@@ -82,7 +76,7 @@ def test_table_for_people() -> None:
 
 
 def test_per_policy_configs_by_position_and_by_name() -> None:
-    data = run_json(*SMALL, "-p", "slru", "-c", '{"protected_threshold": 4}', "-p", "slru",
+    data = simulate_json(*SMALL, "-p", "slru", "-c", '{"protected_threshold": 4}', "-p", "slru",
                     "-p", "tlru", "-c", 'tlru={"threshold": 640, "next_prompt_estimate": 100}')
     labels = [r["label"] for r in data["results"]]
     assert labels == ["slru[protected_threshold=4]", "slru", "tlru"]
@@ -125,7 +119,7 @@ def test_extended_policy_runs_once_a_package_adds_it() -> None:
 
     registry.add_plugin(ExtendFifo(), name="cli-sim-fifo")
     try:
-        data = run_json(*SMALL, "-p", "fifo", "-p", "lru")
+        data = simulate_json(*SMALL, "-p", "fifo", "-p", "lru")
     finally:
         registry.remove_plugin("cli-sim-fifo")
     assert [r["label"] for r in data["results"]] == ["fifo", "lru"]
@@ -133,7 +127,7 @@ def test_extended_policy_runs_once_a_package_adds_it() -> None:
 
 def test_plot_and_metrics_files(tmp_path: Path) -> None:
     png, prom = tmp_path / "sim.png", tmp_path / "sim.prom"
-    data = run_json(*SMALL, "-p", "lru", "-p", "lfu", "--plot", str(png),
+    data = simulate_json(*SMALL, "-p", "lru", "-p", "lfu", "--plot", str(png),
                     "--enable-metrics", str(prom))
     assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 10_000
     families = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
@@ -161,7 +155,7 @@ def test_plot_and_metrics_files(tmp_path: Path) -> None:
 
 def test_metrics_of_a_matrix_carry_the_workload(tmp_path: Path) -> None:
     prom = tmp_path / "m.prom"
-    run_json("--workload", "chat,agentic", "-P", "chat.convs=20", "-P", "agentic.sessions=10",
+    simulate_json("--workload", "chat,agentic", "-P", "chat.convs=20", "-P", "agentic.sessions=10",
              "-p", "lru", "--pool-tokens", "6000", "--enable-metrics", str(prom))
     [fam] = [f for f in text_string_to_metric_families(prom.read_text())
              if f.name == "radix_evict_requests"]
@@ -181,7 +175,7 @@ def test_trace_replay_uses_the_4m_default_pool(tmp_path: Path) -> None:
     rows = [{"timestamp": 1000 * i, "input_length": 1500, "output_length": 20,
              "hash_ids": [0, 1, 100 + i]} for i in range(6)]
     trace = _trace(tmp_path / "t.jsonl", rows)
-    data = run_json("--trace", str(trace), "--page-size", "512", "-p", "lru", "-p", "tlru")
+    data = simulate_json("--trace", str(trace), "--page-size", "512", "-p", "lru", "-p", "tlru")
     assert data["mode"] == "trace"
     assert all(r["pool_tokens"] == 4_000_000 // 512 * 512 for r in data["results"])
     lru = data["results"][0]
@@ -224,7 +218,7 @@ MATRIX_PARAMS = ["--param", "convs=6", "--param", "requests=60", "--param", "hot
 
 def test_workload_all_matrix_with_winners_and_tiers(tmp_path: Path) -> None:
     png = tmp_path / "matrix.png"
-    data = run_json("--workload", "all", *MATRIX_PARAMS, "--plot", str(png))
+    data = simulate_json("--workload", "all", *MATRIX_PARAMS, "--plot", str(png))
     assert data["mode"] == "matrix"
     names = [w["name"] for w in data["workloads"]]
     assert names == ["chat", "hot-set-with-scans", "popularity-shift", "priority-tiers",
@@ -264,7 +258,7 @@ def test_priority_tiers_alone_reports_tiers() -> None:
 
 
 def test_model_tiny_reports_ttft_next_to_token_figures() -> None:
-    data = run_json("--model", "tiny", "--param", "convs=2", "--param", "max_turns=2",
+    data = simulate_json("--model", "tiny", "--param", "convs=2", "--param", "max_turns=2",
                     "-p", "lru", "--device", "cpu")
     assert data["mode"] == "engine" and data["device"] == "cpu"
     labels = [r["label"] for r in data["rows"]]

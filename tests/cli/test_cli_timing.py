@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from helpers.rigs import run_cli
+from helpers.rigs import run_cli, simulate_json
 
 from radix_evict.sim.timed.cost import attention_pairs, load_cost_model
 
@@ -17,15 +16,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
 
-def run_json(*args: str) -> dict[str, Any]:
-    r = run_cli("simulate", *args, "--json")
-    assert r.exit_code == 0, r.output
-    data: dict[str, Any] = json.loads(r.stdout)
-    return data
-
 
 def test_timing_json_has_the_spec_keys_per_result_and_at_top_level() -> None:
-    data = run_json(*SMALL, "--timing", "--max-running", "8", "--slo-ttft", "500", "-p", "lru",
+    data = simulate_json(*SMALL, "--timing", "--max-running", "8", "--slo-ttft", "500", "-p", "lru",
                     "-p", "tlru")
     assert data["objective"] == "hit-rate"
     assert data["cost_model"]["name"] == "llama3-8b-h100"
@@ -39,7 +32,7 @@ def test_timing_json_has_the_spec_keys_per_result_and_at_top_level() -> None:
 
 
 def test_objective_ttft_picks_the_lowest_p99_and_says_so() -> None:
-    data = run_json(*SMALL, "--timing", "--max-running", "4", "--objective", "ttft-p99")
+    data = simulate_json(*SMALL, "--timing", "--max-running", "4", "--objective", "ttft-p99")
     rows = {r["label"]: r for r in data["results"]}
     # the rule: lowest p99 TTFT, equal ones to the higher hit rate (priority sits out: one
     # priority in this workload, see radix_evict.sim.winner.checkpoint_only)
@@ -50,7 +43,7 @@ def test_objective_ttft_picks_the_lowest_p99_and_says_so() -> None:
 
 
 def test_objective_slo_picks_the_highest_attainment() -> None:
-    data = run_json(*SMALL, "--timing", "--max-running", "4", "--objective", "slo",
+    data = simulate_json(*SMALL, "--timing", "--max-running", "4", "--objective", "slo",
                     "--slo-ttft", "300")
     rows = {r["label"]: r for r in data["results"]}
     best = max(rows.values(), key=lambda r: r["slo_attainment"])["slo_attainment"]
@@ -90,7 +83,7 @@ def test_timed_plot_has_a_ttft_cdf(tmp_path: Path) -> None:
 
 
 def test_timed_oracle_bounds_lru_on_a_small_chat() -> None:
-    data = run_json(*SMALL, "--timing", "-p", "lru", "--oracle")
+    data = simulate_json(*SMALL, "--timing", "-p", "lru", "--oracle")
     rows = {r["label"]: r for r in data["results"]}
     assert rows["oracle"]["hit_rate"] >= rows["lru"]["hit_rate"]
     assert rows["oracle"]["policy_config"]["self_consistent"] is True

@@ -3,6 +3,7 @@ everything a cache operation could change."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,14 @@ from radix_evict.testing import insert_as_request
 def run_cli(*args: str) -> Result:
     """``radix-evict ARGS...`` in-process (stdout and stderr kept apart)."""
     return CliRunner().invoke(app, list(args))
+
+
+def simulate_json(*args: str) -> dict[str, Any]:
+    """``radix-evict simulate ARGS... --json``, which must succeed, parsed."""
+    r = run_cli("simulate", *args, "--json")
+    assert r.exit_code == 0, r.output
+    data: dict[str, Any] = json.loads(r.stdout)
+    return data
 
 
 def cache_state(cache: RadixCache) -> dict[str, Any]:
