@@ -8,6 +8,9 @@ a rerun skips them and Ctrl-C loses nothing that finished. The engine is
 :mod:`radix_evict.sim.sweep`; this module reads options and reports.
 With ``--timing`` every cell runs the timed replay, and ``--max-running``,
 ``--rate`` and ``--cost-model`` are axes of the grid (``sweep_timing``).
+``--host-tokens`` (or ``--hicache-ratio``), ``--write-policy`` and
+``--host-policy`` add a host tier (SGLang's HiCache) and its axes
+(``sweep_host``); ``--plot`` then draws hit rate over host size.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from radix_evict.sim.sweep.summary import (
     best_configs,
     ceilings,
     curves,
+    host_curves,
+    host_point_label,
     point_label,
     summary_dict,
     workload_label,
@@ -60,7 +65,17 @@ from .simulate_options import (
     TimeScaleOpt,
 )
 from .sweep_grid import parts_from_options
-from .sweep_report import best_table, curve_table, rows_table
+from .sweep_host import (
+    HicacheRatioOpt,
+    HostConfigOpt,
+    HostPolicyOpt,
+    HostTokensOpt,
+    WritePolicyOpt,
+    WriteThresholdOpt,
+    check_host,
+    host_options,
+)
+from .sweep_report import best_table, curve_table, host_curve_table, rows_table
 from .sweep_timing import (
     DEFAULT_OBJECTIVE,
     CostModelOpt,
@@ -79,13 +94,14 @@ def _plan(parts: GridParts, grid_file: Path | None, out: Path | None, *, dry_run
           max_cells: int) -> tuple[SweepPlan, str]:
     """The checked grid (or a grid file's several grids) and the objective; bad cells and
     bad axis values become CLI errors before anything runs (the timed options by
-    simulate's checks, for each grid)."""
+    simulate's checks, for each grid, and the host tier's too)."""
     try:
         if grid_file is not None:
             parts = parts.over(read_grid_file(grid_file))
         objective = parts.objective or DEFAULT_OBJECTIVE
         for each in parts.expand():
             objective = check_timing(each)
+            check_host(each)
         grids = make_grids(parts)
         for grid in grids:
             check_pools(grid)
@@ -161,12 +177,19 @@ def _report(plan: SweepPlan, outcome: SweepOutcome, wall: float, *, json_out: bo
     if best:
         con.print(best_table(best, objective))
         tops = ceilings(rows)
-        groups = dict.fromkeys((workload_label(r), point_label(r)) for r in rows
-                               if r.get("policy") != "ceiling")
-        for workload, point in groups:
-            if any(c.workload == workload and c.point == point and len(c.points) > 1
-                   for c in cs):
-                con.print(curve_table(cs, workload, tops.get(workload), point))
+        groups = dict.fromkeys((workload_label(r), point_label(r), host_point_label(r))
+                               for r in rows if r.get("policy") != "ceiling")
+        for workload, point, host in groups:
+            if any(c.workload == workload and c.point == point and c.host == host
+                   and len(c.points) > 1 for c in cs):
+                con.print(curve_table(cs, workload, tops.get(workload), point, host))
+        tiers = host_curves(rows, objective)
+        panels = dict.fromkeys((c.workload, c.point, c.pool_tokens, c.page_size) for c in tiers)
+        for workload, point, pool, page in panels:
+            mine = [c for c in tiers if (c.workload, c.point, c.pool_tokens, c.page_size)
+                    == (workload, point, pool, page)]
+            if any(len(c.points) > 1 for c in mine):
+                con.print(host_curve_table(mine, tops.get(workload)))
 
 
 def _list_cells(plan: SweepPlan, json_out: bool) -> None:
@@ -216,7 +239,8 @@ JobsOpt = Annotated[int | None, typer.Option(
     "--jobs", "-j", min=1, help="Local worker processes (default: every usable core).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print rows and summary as JSON.")]
 PlotOpt = Annotated[Path | None, typer.Option(
-    "--plot", help="Write the hit-rate curves (PNG, SVG or PDF).")]
+    "--plot", help="Write the hit-rate curves (PNG, SVG or PDF); with a host tier, hit rate "
+                   "(and p99 TTFT, timed) over host size.")]
 OracleOpt = Annotated[bool, typer.Option(
     "--oracle", help="Also replay Belady's offline oracle at every pool size and the "
                      "infinite-pool ceiling: reference lines for the curves, not policies.")]
@@ -264,11 +288,19 @@ def sweep(
     slo_tpot: SloTpotOpt = None,
     chunked_prefill_size: ChunkedPrefillOpt = None,
     objective: ObjectiveOpt = None,
+    host_tokens: HostTokensOpt = None,
+    hicache_ratio: HicacheRatioOpt = None,
+    write_policy: WritePolicyOpt = None,
+    host_policy: HostPolicyOpt = None,
+    write_threshold: WriteThresholdOpt = None,
+    host_config: HostConfigOpt = None,
 ) -> None:
     """Sweep a grid of policy x config x pool size x workload x seed; one row per cell.
 
     With --timing, each cell runs the timed replay (TTFT, SLOs under load) and
-    --max-running, --rate and --cost-model are axes of the grid too.
+    --max-running, --rate and --cost-model are axes of the grid too. --host-tokens
+    (or --hicache-ratio), --write-policy and --host-policy add a host tier
+    (SGLang's HiCache) and its axes.
 
     Exit codes: 0 every cell ran, 1 invalid grid (nothing ran), 2 usage or
     environment error, 3 some cells failed (their rows say why), 130 stopped
@@ -285,6 +317,10 @@ def sweep(
         cost_model=cost_model or [], concurrency=concurrency, time_scale=time_scale,
         slo_ttft=slo_ttft, slo_tpot=slo_tpot, chunked_prefill_size=chunked_prefill_size,
         objective=objective))
+    parts = dataclasses.replace(parts, **host_options(
+        host_tokens=host_tokens or [], hicache_ratio=hicache_ratio or [],
+        write_policy=write_policy or [], host_policy=host_policy or [],
+        write_threshold=write_threshold, host_config=host_config or []))
     plan, objective = _plan(parts, grid_file, out, dry_run=dry_run, max_cells=max_cells)
     wls = _workloads(plan)  # a missing or bad trace fails now, dry run or not
     executor = ray_executor(ray) if ray is not None and plan.todo and not dry_run \
@@ -300,7 +336,7 @@ def sweep(
 
     def on_row(row: dict[str, Any]) -> None:
         if row.get("status") != "ok":
-            point = point_label(row)
+            point = ", ".join(x for x in (point_label(row), host_point_label(row)) if x)
             at = f" ({point})" if point else ""
             output.note(f"cell failed: {row['policy']} {row.get('config') or ''} "
                         f"pool {row.get('pool_tokens')} {row['workload']}{at}: "
@@ -312,9 +348,13 @@ def sweep(
     wall = time.perf_counter() - t0
     _report(plan, outcome, wall, json_out=json_out, out=out, objective=objective)
     if plot is not None and outcome.rows:
-        from .sweep_plot import TITLE, plot_curves
+        from .sweep_plot import HOST_TITLE, TITLE, plot_curves, plot_host_curves
 
-        plot_curves(plot, curves(outcome.rows, objective), TITLE, ceilings(outcome.rows))
+        tiers = host_curves(outcome.rows, objective)
+        if tiers:  # a host tier's sweep: hit rate (p99 TTFT) over host size
+            plot_host_curves(plot, tiers, HOST_TITLE, ceilings(outcome.rows))
+        else:
+            plot_curves(plot, curves(outcome.rows, objective), TITLE, ceilings(outcome.rows))
         output.note(f"wrote plot {plot}")
     saved = f"; rows in {out}" if out is not None else ""
     output.note(f"wall time {wall:.2f} s for {outcome.ran} cells{saved}")

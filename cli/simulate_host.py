@@ -19,32 +19,34 @@ from radix_evict.errors import PolicyConfigError
 from radix_evict.policies.registry import registry
 from radix_evict.sim.bound import Bound
 from radix_evict.sim.results import ReplayResult
+from radix_evict.sim.timed.cost import CostModel
 
-from .errors import EXIT_USAGE, CliError
+from .errors import EXIT_INVALID, EXIT_USAGE, CliError
 from .options import problem_lines, problems_code, read_config_arg
 from .output import pct
 
+# The options' help, shared with ``sweep`` (cli/sweep_host.py), whose options take lists.
+HOST_TOKENS_HELP = "Add a host tier (SGLang's HiCache) of N tokens; 0 = none (the one-tier replay)."
+HICACHE_RATIO_HELP = ("Add a host tier sized as SGLang sizes --hicache-ratio R: floor(pool x R) "
+                      "rounded down to pages, plus one page.")
+WRITE_POLICY_HELP = ("With a host tier: write_through (default; back up every new node), "
+                     "write_through_selective (on its second insert) or write_back (on device "
+                     "eviction).")
+WRITE_THRESHOLD_HELP = ("With a host tier: the insert count that backs a node up (default: the "
+                        "write policy's, 1 or 2).")
+HOST_POLICY_HELP = ("With a host tier: the policy that ranks host-only nodes for host eviction "
+                    "(default: the device policy, as SGLang does).")
+HOST_CONFIG_HELP = "With --host-policy: its config (JSON or @FILE), checked strictly."
+
 HostTokensOpt = Annotated[int | None, typer.Option(
-    "--host-tokens", min=0,
-    help="Add a host tier (SGLang's HiCache) of N tokens; 0 = none (the one-tier replay).")]
+    "--host-tokens", min=0, help=HOST_TOKENS_HELP)]
 HicacheRatioOpt = Annotated[float | None, typer.Option(
-    "--hicache-ratio", min=0.0,
-    help="Add a host tier sized as SGLang sizes --hicache-ratio R: floor(pool x R) rounded "
-         "down to pages, plus one page.")]
-WritePolicyOpt = Annotated[str | None, typer.Option(
-    "--write-policy",
-    help="With a host tier: write_through (default; back up every new node), "
-         "write_through_selective (on its second insert) or write_back (on device eviction).")]
+    "--hicache-ratio", min=0.0, help=HICACHE_RATIO_HELP)]
+WritePolicyOpt = Annotated[str | None, typer.Option("--write-policy", help=WRITE_POLICY_HELP)]
 WriteThresholdOpt = Annotated[int | None, typer.Option(
-    "--write-threshold", min=1,
-    help="With a host tier: the insert count that backs a node up (default: the write "
-         "policy's, 1 or 2).")]
-HostPolicyOpt = Annotated[str | None, typer.Option(
-    "--host-policy",
-    help="With a host tier: the policy that ranks host-only nodes for host eviction "
-         "(default: the device policy, as SGLang does).")]
-HostConfigOpt = Annotated[str | None, typer.Option(
-    "--host-config", help="With --host-policy: its config (JSON or @FILE), checked strictly.")]
+    "--write-threshold", min=1, help=WRITE_THRESHOLD_HELP)]
+HostPolicyOpt = Annotated[str | None, typer.Option("--host-policy", help=HOST_POLICY_HELP)]
+HostConfigOpt = Annotated[str | None, typer.Option("--host-config", help=HOST_CONFIG_HELP)]
 
 
 def build_host(*, host_tokens: int | None, hicache_ratio: float | None,
@@ -92,6 +94,14 @@ def build_host(*, host_tokens: int | None, hicache_ratio: float | None,
         tokens=host_tokens, ratio=hicache_ratio, write_policy=policy,
         write_threshold=write_threshold, policy=host_policy, policy_config=config,
     )
+
+
+def check_transfer(host: HostTierSpec | None, model: CostModel) -> None:
+    """A timed replay with a host tier times its copies: the cost model needs [transfer]."""
+    if host is not None and model.transfer is None:
+        raise CliError(f"--cost-model {model.name}: no [transfer] table "
+                       "(kv_bytes_per_token, host_gbps); a timed replay with a host tier "
+                       "needs one to time its copies", EXIT_INVALID)
 
 
 def host_table(results: Sequence[ReplayResult], title: str, bound: Bound | None = None) -> Table:

@@ -2,7 +2,10 @@
 
 A timed sweep's tables show p99 TTFT next to the hit rate (and SLO
 attainment where an SLO was given), name each table's timing point, and
-mark the best config and policy under the sweep's objective.
+mark the best config and policy under the sweep's objective. A sweep with a
+host tier shows each cell's host point and where its hits came from (device
+or host), names each best config's host point, and adds the hit rate over
+host sizes at each pool size (:func:`host_curve_table`).
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ from typing import Any
 from rich.table import Table
 
 from radix_evict.sim.sweep.grid import CEILING
-from radix_evict.sim.sweep.schema import is_timed
+from radix_evict.sim.sweep.schema import is_host, is_timed
 from radix_evict.sim.sweep.summary import (
     ConfigScore,
     Curve,
+    HostCurve,
     config_text,
     workload_label,
 )
@@ -31,7 +35,8 @@ def _table(title: str, *columns: str) -> Table:
     t = Table(title=title, title_justify="left")
     for c in columns:
         t.add_column(c, overflow="fold", justify="left" if c in {
-            "policy", "config", "workload", "status", "best config"} else "right")
+            "policy", "config", "workload", "status", "best config", "host", "write policy",
+            "host policy"} else "right")
     return t
 
 
@@ -49,31 +54,57 @@ AXES = (("cost_model", "cost model", str), ("max_running", "max running", str),
         ("rate", "rate /s", lambda v: f"{v:g}"))
 
 
+def _host_size(row: Row) -> str:
+    """A row's host tier size (``2,000,000``, ``x2 = 4,000,001`` for a ratio; ``-`` for none)."""
+    if not is_host(row):
+        return "-"
+    tokens = row.get("host_tokens")
+    size = "?" if tokens is None else f"{tokens:,}"
+    ratio = row.get("hicache_ratio")
+    return size if ratio is None else f"x{ratio:g} = {size}"
+
+
 def rows_table(rows: Sequence[Row], title: str) -> Table:
     """One line per cell; a timed sweep's cells add p99 TTFT (SLO met, with an SLO) and the
-    timing axes that vary between them."""
+    timing axes that vary between them; cells with a host tier add its size, write policy
+    (host policy, where one is set) and the hits found on device and on host (instead of
+    the p50 and p90 uncached, for width)."""
     timed = any(is_timed(r) for r in rows)
+    host = any(is_host(r) for r in rows)
+    host_policy = any(r.get("host_policy") is not None for r in rows)
     slo = any(r.get("slo_attainment") is not None for r in rows)
     axes = [a for a in AXES if timed and len({r.get(a[0]) for r in rows if is_timed(r)}) > 1]
     latency_cols = (["TTFT p99 ms"] if timed else []) + (["SLO met"] if slo else [])
+    host_cols = (["host tokens", "write policy"] + (["host policy"] if host_policy else [])
+                 if host else [])
+    # with a host tier, the hits' split takes the place of the p50 and p90 uncached
+    uncached = ("p99_uncached",) if host else ("p50_uncached", "p90_uncached", "p99_uncached")
     t = _table(title, "workload", "seed", "policy", "config", "pool tokens", "page",
-               *(a[1] for a in axes), "hit rate", *latency_cols,
-               "p50 uncached", "p90 uncached", "p99 uncached", "evicted", "replay s", "status")
+               *(a[1] for a in axes), *host_cols, "hit rate",
+               *(["device hit", "host hit"] if host else []), *latency_cols,
+               *(k.replace("_", " ") for k in uncached), "evicted", "replay s", "status")
     for r in rows:
         ok = r.get("status") == "ok"
         latency = [_fig(r, "ttft_p99_ms", ms)] if timed else []
         if slo:
             latency.append(_fig(r, "slo_attainment", pct))
-        figures = [_fig(r, "hit_rate", pct), *latency, *(_fig(r, k, num) for k in (
-                   "p50_uncached", "p90_uncached", "p99_uncached")),
+        hits = ([_fig(r, "device_hit_rate", pct), _fig(r, "host_hit_rate", pct)]
+                if host else [])
+        figures = [_fig(r, "hit_rate", pct), *hits, *latency, *(_fig(r, k, num)
+                                                                 for k in uncached),
                    _fig(r, "evicted_tokens", lambda v: f"{v:,}"),
                    _fig(r, "replay_s", lambda v: f"{v:.2f}")]
         pool = r.get("pool_tokens")
         where = "infinite" if r["policy"] == CEILING else "default"
         point = [_fig(r, key, fmt) if is_timed(r) else "-" for key, _, fmt in axes]
+        tier = []
+        if host:
+            tier = [_host_size(r), r.get("write_policy") or "-"]
+            if host_policy:
+                tier.append(r.get("host_policy") or ("-" if not is_host(r) else "device"))
         t.add_row(workload_label(r), "-" if r.get("seed") is None else str(r["seed"]),
                   r["policy"], config_text(r.get("config")),
-                  where if pool is None else f"{pool:,}", str(r["page_size"]), *point,
+                  where if pool is None else f"{pool:,}", str(r["page_size"]), *point, *tier,
                   *figures, "ok" if ok else f"error: {r.get('error')}")
     return t
 
@@ -81,38 +112,44 @@ def rows_table(rows: Sequence[Row], title: str) -> Table:
 def best_table(best: Sequence[ConfigScore], objective: str = "hit-rate") -> Table:
     """Best config of each policy per workload (and timing point); '*' marks the best policy."""
     timed = any(b.point is not None for b in best)
+    host = any(b.host is not None for b in best)
     slo = any(b.slo_attainment is not None for b in best)
     by_what = f"; by {objective}" if timed else ""
     t = _table(f"best config per policy (mean over pool sizes and seeds{by_what}; "
                "* = best policy)",
-               "workload", *(["timing"] if timed else []), "policy", "best config", "hit rate",
+               "workload", *(["timing"] if timed else []), *(["host"] if host else []),
+               "policy", "best config", "hit rate",
                *(["TTFT p99 ms"] if timed else []), *(["SLO met"] if slo else []),
                "p99 uncached", "cells")
-    by: dict[tuple[str, str | None], list[ConfigScore]] = {}
+    by: dict[tuple[str, str | None, str | None], list[ConfigScore]] = {}
     for b in best:
-        by.setdefault((b.workload, b.point), []).append(b)
-    for (workload, point), scores in by.items():
+        by.setdefault((b.workload, b.point, b.host), []).append(b)
+    for (workload, point, tier), scores in by.items():
         top = choose_by_objective(scores, objective)[0]
         for s in scores:
             mark = " *" if s is top else ""
             latency = [ms(s.ttft_p99_ms) if s.ttft_p99_ms is not None else "-"] if timed else []
             if slo:
                 latency.append("-" if s.slo_attainment is None else pct(s.slo_attainment))
-            t.add_row(workload, *([point or "-"] if timed else []), s.policy + mark,
+            t.add_row(workload, *([point or "-"] if timed else []),
+                      *([tier or "no host tier"] if host else []), s.policy + mark,
                       config_text(s.config), pct(s.hit_rate), *latency,
                       num(s.p99_uncached), str(s.cells))
     return t
 
 
 def curve_table(curves: Sequence[Curve], workload: str, ceiling: float | None = None,
-                point: str | None = None) -> Table:
+                point: str | None = None, host: str | None = None) -> Table:
     """Hit rate at each pool size, one line per policy at its best config (and the bounds).
 
-    For a timed sweep's ``point``, each entry is the hit rate and the p99 TTFT there.
+    For a timed sweep's ``point``, each entry is the hit rate and the p99 TTFT
+    there; ``host`` is a host point's curves.
     """
-    mine = [c for c in curves if c.workload == workload and c.point == point]
+    mine = [c for c in curves if c.workload == workload and c.point == point
+            and c.host == host]
     pools = sorted({p for c in mine for p, _ in c.points})
-    where = workload if point is None else f"{workload} ({point})"
+    at_point = ", ".join(x for x in (point, host) if x)
+    where = workload if not at_point else f"{workload} ({at_point})"
     what = "hit rate" if point is None else "hit rate / p99 TTFT ms"
     t = _table(f"{where}: {what} by pool size (tokens), each policy at its best config",
                "policy", "config", *(f"{p:,}" for p in pools))
@@ -123,4 +160,34 @@ def curve_table(curves: Sequence[Curve], workload: str, ceiling: float | None = 
             else f"{pct(at[p])} / {ms(ttft[p])}" for p in pools))
     if ceiling is not None:
         t.add_row("ceiling", "infinite pool", *(pct(ceiling) for _ in pools))
+    return t
+
+
+def host_curve_table(curves: Sequence[HostCurve], ceiling: float | None = None) -> Table:
+    """Hit rate at each host tier size (0: none), one line per policy and write policy.
+
+    ``curves`` are one panel's (workload, timing point, pool size); each
+    policy at its best config over the host points. Timed, each entry is the
+    hit rate and the p99 TTFT there. The ceiling is the bound for any host
+    size (Belady on the device with an unbounded host tier).
+    """
+    first = curves[0]
+    sizes = sorted({h for c in curves for h, _ in c.points})
+    pool = "default pool" if first.pool_tokens is None else f"pool {first.pool_tokens:,}"
+    where = ", ".join(x for x in (pool, f"page {first.page_size}", first.point) if x)
+    what = "hit rate" if first.point is None else "hit rate / p99 TTFT ms"
+    title = f"{first.workload} ({where}): {what} by host tier size"
+    t = _table(title, "policy", "config", "write policy", *(f"{h:,}" for h in sizes))
+    t.min_width = min(len(title), 150)  # the title on one line
+    t.caption = ("host tier size in tokens, 0 = none; each policy at its best config over "
+                 "the host sizes"
+                 + ("; ceiling = the bound for any host size (Belady on the device with an "
+                    "unbounded host tier)" if ceiling is not None else ""))
+    for c in curves:
+        at, ttft = dict(c.points), dict(c.ttft_points)
+        t.add_row(c.policy, config_text(c.config), c.line, *(
+            "-" if h not in at else pct(at[h]) if h not in ttft
+            else f"{pct(at[h])} / {ms(ttft[h])}" for h in sizes))
+    if ceiling is not None:
+        t.add_row("ceiling", "infinite pool", "(any host size)", *(pct(ceiling) for _ in sizes))
     return t

@@ -164,3 +164,55 @@ def write_cost_model(path: Path, *, name: str = "my-gpu", source: str = "a test"
     path.write_text(COST_MODEL.format(name=name, source=source, per_token_ms=per_token_ms),
                     encoding="utf-8")
     return path
+
+
+def host_parts(**over: object) -> GridParts:
+    """A grid with a host tier that replays in about a second: lru and lfu on a chat pool small
+    enough to evict (8,000 tokens), host tiers of 0 (none), 8,000 and 16,000 tokens, written
+    through and back."""
+    base: dict[str, object] = dict(
+        policies=["lru", "lfu"],
+        pool_tokens=[8_000],
+        workloads=["chat"],
+        params=[("chat", "convs", 12)],
+        host_tokens=[0, 8_000, 16_000],
+        write_policies=["write_through", "write_back"],
+    )
+    base.update(over)
+    return GridParts(**base)  # type: ignore[arg-type]
+
+
+# Written by `radix-evict sweep -p lru,lfu -P chat.convs=12 --pool-tokens 8K` (its core:
+# plan_sweep and run_sweep) at commit 21df9ba, before sweeps had a host tier: a sweep with
+# --host-tokens 0,... must resume them as they are, and leave them as they are.
+ONE_TIER_JSONL = (
+    '{"cell": "{\\"config\\":null,\\"page_size\\":1,\\"params\\":{\\"convs\\":12},\\"policy\\":'
+    '\\"lru\\",\\"pool_tokens\\":8000,\\"seed\\":0,\\"workload\\":\\"chat\\"}", "policy": "lru"'
+    ', "config": null, "config_source": "none", "pool_tokens": 8000, "page_size": 1, '
+    '"workload": "chat", "params": {"convs": 12}, "seed": 0, "requests": 45, "hit_rat'
+    'e": 0.29818622564242325, "p50_uncached": 1935.0, "p90_uncached": 3798.6000000000'
+    '004, "p99_uncached": 8126.200000000001, "mean_uncached": 2174.5777777777776, "ev'
+    'icted_tokens": 67017, "failed_admissions": 9, "replay_s": 0.1810117610002635, "c'
+    'ache_s": 0.005319578999999991, "status": "ok", "error": null}\n'
+    '{"cell": "{\\"config\\":null,\\"page_size\\":1,\\"params\\":{\\"convs\\":12},\\"policy\\":'
+    '\\"lfu\\",\\"pool_tokens\\":8000,\\"seed\\":0,\\"workload\\":\\"chat\\"}", "policy": "lfu"'
+    ', "config": null, "config_source": "none", "pool_tokens": 8000, "page_size": 1, '
+    '"workload": "chat", "params": {"convs": 12}, "seed": 0, "requests": 45, "hit_rat'
+    'e": 0.29818622564242325, "p50_uncached": 1935.0, "p90_uncached": 3798.6000000000'
+    '004, "p99_uncached": 8126.200000000001, "mean_uncached": 2174.5777777777776, "ev'
+    'icted_tokens": 67017, "failed_admissions": 9, "replay_s": 0.1644281980006781, "c'
+    'ache_s": 0.004374823999999995, "status": "ok", "error": null}\n'
+)
+ONE_TIER_CSV = (
+    'cell,policy,config,config_source,pool_tokens,page_size,workload,params,seed,requ'
+    'ests,hit_rate,p50_uncached,p90_uncached,p99_uncached,mean_uncached,evicted_token'
+    's,failed_admissions,replay_s,cache_s,status,error\r\n'
+    '"{""config"":null,""page_size"":1,""params"":{""convs"":12},""policy"":""lru"","'
+    '"pool_tokens"":8000,""seed"":0,""workload"":""chat""}",lru,,none,8000,1,chat,"{"'
+    '"convs"": 12}",0,45,0.29818622564242325,1935.0,3798.6000000000004,8126.200000000'
+    '001,2174.5777777777776,67017,9,0.19127302800006873,0.004311863999999997,ok,\r\n'
+    '"{""config"":null,""page_size"":1,""params"":{""convs"":12},""policy"":""lfu"","'
+    '"pool_tokens"":8000,""seed"":0,""workload"":""chat""}",lfu,,none,8000,1,chat,"{"'
+    '"convs"": 12}",0,45,0.29818622564242325,1935.0,3798.6000000000004,8126.200000000'
+    '001,2174.5777777777776,67017,9,0.23514524300117046,0.006221863000000003,ok,\r\n'
+)

@@ -141,4 +141,31 @@ def merge_notes(grid: Grid, cells: Sequence[Cell]) -> list[str]:
                 shown = ", ".join(f"{s:,}" for s in sizes)
                 notes.append(f"--pool-tokens {shown} are all {pool:,} tokens in whole pages of "
                              f"{page}: one cell each, not {len(sizes)}")
+    if grid.host is not None:
+        notes.extend(_host_notes(grid))
+    return notes
+
+
+def _host_notes(grid: Grid) -> list[str]:
+    """Host sizes that are no host tier (0, under a page) or equal in whole pages."""
+    h = grid.host
+    assert h is not None
+    notes: list[str] = []
+    per_size = len(h.write_policies) * len(h.policies)
+    if 0 in h.tokens and per_size > 1:
+        notes.append("--host-tokens 0 is no host tier: one cell per policy config, pool and "
+                     f"workload, not one per write policy and host policy ({per_size})")
+    for page in grid.page_sizes:
+        rounded: dict[int, list[int]] = {}
+        for t in h.tokens:
+            if t > 0:
+                rounded.setdefault(t // page * page, []).append(t)
+        for tokens, sizes in rounded.items():
+            shown = ", ".join(f"{s:,}" for s in sizes)
+            if tokens == 0:
+                notes.append(f"--host-tokens {shown}: less than a page of {page} tokens, no "
+                             "host tier (the one-tier cells)")
+            elif len(sizes) > 1:
+                notes.append(f"--host-tokens {shown} are all {tokens:,} tokens in whole pages "
+                             f"of {page}: one cell each, not {len(sizes)}")
     return notes

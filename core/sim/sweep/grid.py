@@ -18,6 +18,17 @@ an untimed cell's key is what it always was. A timed grid's ceiling is the
 timed replay's (the same arrivals and scheduler with a pool that never
 fills: a running request's prompt is visible once prefilled, so timed hit
 rates can pass the token replay's ceiling): one cell per timing point too.
+
+A grid with a host tier (``Grid.host``, :class:`HostAxes`: SGLang's HiCache,
+:mod:`radix_evict.cache.host_tier`) adds three more axes: the host tier's
+size (tokens, or SGLang's ``--hicache-ratio``), the write policy and the host
+policy, expanded after the timing point and before the policy. Each cell
+carries its :class:`HostPoint` and its key gains a ``host`` entry; a host
+size of 0 (or less than a page) is no host tier, and that cell's key is the
+one-tier cell's, as it always was. The references (oracle, ceiling) stay
+one-tier, one per pool size: the ceiling is also the two-tier bound (Belady
+on the device with an unbounded host tier serves every prefix seen before,
+docs/hicache.md §12), whatever the host size.
 """
 
 from __future__ import annotations
@@ -27,10 +38,16 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal
 
+from radix_evict.cache.host_tier import (
+    DEFAULT_WRITE_POLICY,
+    WRITE_BACK,
+    WRITE_THRESHOLDS,
+    HostTierSpec,
+)
 from radix_evict.policies.contract import PolicyConfig
 from radix_evict.sim.configs import config_dict
 from radix_evict.sim.oracle import ORACLE
@@ -207,6 +224,155 @@ class TimingAxes:
         return len(self.cost_models) * len(self.max_running) * len(self.rates)
 
 
+DEVICE_POLICY = "device"  # a host policy axis value: the device policy ranks host leaves
+
+
+def write_threshold_of(write_policy: str, write_threshold: int | None) -> int:
+    """The insert count that backs a node up: ``write_threshold`` or the write policy's own.
+
+    0 for ``write_back`` (it writes on device eviction, never on insert).
+    """
+    if write_policy == WRITE_BACK:
+        return 0
+    return write_threshold if write_threshold is not None else WRITE_THRESHOLDS[write_policy]
+
+
+@dataclass(frozen=True, eq=False)
+class HostPoint:
+    """One cell's host tier: its size, write policy and host policy (SGLang's HiCache).
+
+    ``tokens`` (whole pages of the cell's page size, above 0) or ``ratio``
+    (SGLang's ``--hicache-ratio``: sized from the cell's pool) gives the size;
+    ``write_threshold`` None is the write policy's own; ``policy`` None is the
+    device policy (SGLang's way), else a registered policy with its validated
+    ``policy_config`` (None: its defaults). Two points are equal when their
+    :meth:`key` is: a threshold given equal to the write policy's own is the
+    same point.
+    """
+
+    tokens: int | None = None
+    ratio: float | None = None
+    write_policy: str = DEFAULT_WRITE_POLICY
+    write_threshold: int | None = None
+    policy: str | None = None
+    policy_config: PolicyConfig | None = None
+
+    @property
+    def threshold(self) -> int:
+        """The insert count that backs a node up (0: write_back, on device eviction)."""
+        return write_threshold_of(self.write_policy, self.write_threshold)
+
+    @property
+    def config_dict(self) -> dict[str, Any] | None:
+        """The host policy's config as JSON types (None: none given)."""
+        return None if self.policy_config is None else config_dict(self.policy_config)
+
+    def key(self) -> dict[str, Any]:
+        """The ``host`` entry of a cell's key (JSON types, numbers spelled one way)."""
+        return {"tokens": self.tokens, "ratio": _num(self.ratio),
+                "write_policy": self.write_policy, "write_threshold": self.threshold,
+                "policy": self.policy, "config": self.config_dict}
+
+    @cached_property
+    def key_json(self) -> str:
+        """:meth:`key` as canonical JSON: the point's identity (computed once)."""
+        return canonical_json(self.key())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HostPoint) and other.key_json == self.key_json
+
+    def __hash__(self) -> int:
+        return hash(self.key_json)
+
+    def spec(self) -> HostTierSpec:
+        """The HostTierSpec a cell replays with; ValueError (its own checks) for bad values."""
+        return HostTierSpec(tokens=self.tokens, ratio=self.ratio, write_policy=self.write_policy,
+                            write_threshold=self.write_threshold, policy=self.policy,
+                            policy_config=self.policy_config)
+
+    def at_page(self, page_size: int) -> HostPoint | None:
+        """The point a cell of ``page_size`` gets: tokens in whole pages; None under a page."""
+        if self.tokens is None or page_size < 1:
+            return self
+        tokens = self.tokens // page_size * page_size
+        if tokens <= 0:
+            return None
+        return self if tokens == self.tokens else replace(self, tokens=tokens)
+
+    @property
+    def label(self) -> str:
+        """``host 1,000,000 tokens, write_back``: how messages and tables name the point."""
+        cfg = self.config_dict
+        return host_label(self.tokens, self.ratio, self.write_policy, self.threshold,
+                          self.policy, None if cfg is None else canonical_json(cfg))
+
+
+def host_line(write_policy: str, threshold: int | None, policy: str | None,
+              config_json: str | None = None) -> str:
+    """A host point without its size: ``write_back``, ``write_through, host policy lfu``.
+
+    The threshold is named where it is not the write policy's own.
+    """
+    parts = [write_policy]
+    if threshold is not None and threshold != write_threshold_of(write_policy, None):
+        parts.append(f"threshold {threshold}")
+    if policy is not None:
+        cfg = "" if config_json in (None, "null") else f" {config_json}"
+        parts.append(f"host policy {policy}{cfg}")
+    return ", ".join(parts)
+
+
+def host_label(tokens: int | None, ratio: float | None, write_policy: str,
+               threshold: int | None, policy: str | None, config_json: str | None = None
+               ) -> str:
+    """How messages and tables name a host point: its size, then :func:`host_line`."""
+    size = f"hicache ratio {ratio:g}" if ratio is not None else f"host {tokens or 0:,} tokens"
+    return f"{size}, {host_line(write_policy, threshold, policy, config_json)}"
+
+
+@dataclass(frozen=True)
+class HostAxes:
+    """The host-tier axes of a grid: sizes (tokens or ratios), write policies, host policies.
+
+    A size of 0 tokens is no host tier (:meth:`points` gives None for it).
+    ``policies`` pairs each host policy (None: the device policy) with its
+    validated config. ``write_threshold`` applies to the write-through
+    policies (``write_back`` writes on device eviction). :meth:`points` lists
+    size first, then write policy, then host policy.
+    """
+
+    tokens: tuple[int, ...] = ()
+    ratios: tuple[float, ...] = ()
+    write_policies: tuple[str, ...] = (DEFAULT_WRITE_POLICY,)
+    policies: tuple[tuple[str | None, PolicyConfig | None], ...] = ((None, None),)
+    write_threshold: int | None = None
+
+    def points(self) -> list[HostPoint | None]:
+        """Every point in a fixed order, each once; None for no host tier (0 tokens).
+
+        Raises ValueError (``HostTierSpec``'s own checks) for a point the replay refuses.
+        """
+        sizes: list[tuple[int | None, float | None]] = (
+            [(t, None) for t in self.tokens] + [(None, float(r)) for r in self.ratios])
+        out: dict[HostPoint | None, None] = {}
+        for tokens, ratio in sizes:
+            for write in self.write_policies:
+                threshold = None if write == WRITE_BACK else self.write_threshold
+                for policy, config in self.policies:
+                    if tokens == 0:
+                        out.setdefault(None)
+                        continue
+                    point = HostPoint(tokens, ratio, write, threshold, policy, config)
+                    point.spec()  # checked before it is hashed (its key reads its threshold)
+                    out.setdefault(point)
+        return list(out)
+
+    def count(self) -> int:
+        """Points before duplicates are dropped (what the axes multiply to)."""
+        return ((len(self.tokens) + len(self.ratios)) * len(self.write_policies)
+                * len(self.policies))
+
+
 @dataclass(frozen=True)
 class PolicyAxes:
     """One policy and the values to try for each of its config keys (no keys: one run)."""
@@ -239,6 +405,7 @@ class Cell:
     __slots__ = (
         "config",
         "config_json",
+        "host",
         "key",
         "page_size",
         "policy",
@@ -250,7 +417,7 @@ class Cell:
 
     def __init__(self, policy: str, config: PolicyConfig | None, pool_tokens: int | None,
                  page_size: int, source: Source, seed: int | None,
-                 timing: TimingPoint | None = None) -> None:
+                 timing: TimingPoint | None = None, host: HostPoint | None = None) -> None:
         self.policy = policy
         self.config = config
         self.pool_tokens = pool_tokens
@@ -258,6 +425,7 @@ class Cell:
         self.source = source
         self.seed = seed
         self.timing = timing
+        self.host = host
         cfg = None if config is None else config_dict(config)
         self.config_json = canonical_json(cfg)
         coordinates: dict[str, Any] = {
@@ -267,6 +435,8 @@ class Cell:
         }
         if timing is not None:  # an untimed cell's key stays what it always was
             coordinates["timing"] = timing.key()
+        if host is not None:  # nor does a one-tier cell's (a host tier of 0 tokens too)
+            coordinates["host"] = host.key()
         self.key = canonical_json(coordinates)
 
     def __eq__(self, other: object) -> bool:
@@ -280,7 +450,7 @@ class Cell:
 
     def __reduce__(self) -> tuple[Any, ...]:  # slots and no __dict__: pickle by arguments
         return (Cell, (self.policy, self.config, self.pool_tokens, self.page_size,
-                       self.source, self.seed, self.timing))
+                       self.source, self.seed, self.timing, self.host))
 
     @property
     def config_dict(self) -> dict[str, Any] | None:
@@ -301,20 +471,26 @@ class Cell:
         """The TimingSpec this cell replays with (arrivals seeded by its seed); None untimed."""
         return None if self.timing is None else self.timing.spec(self.seed)
 
+    def host_spec(self) -> HostTierSpec | None:
+        """The HostTierSpec this cell replays with; None for a one-tier cell."""
+        return None if self.host is None else self.host.spec()
+
     def describe(self) -> str:
         """Short text for messages: ``slru {"protected_threshold":2}, pool 1,000,000, chat``."""
         return describe_cell(self.policy, self.config_json, self.pool_tokens, self.page_size,
-                             self.source, self.seed, self.timing)
+                             self.source, self.seed, self.timing, self.host)
 
 
 def describe_cell(policy: str, config_json: str, pool_tokens: int | None, page_size: int,
-                  source: Source, seed: int | None, timing: TimingPoint | None = None) -> str:
+                  source: Source, seed: int | None, timing: TimingPoint | None = None,
+                  host: HostPoint | None = None) -> str:
     """How messages name a cell (one whose config is not yet validated too)."""
     cfg = "" if config_json == "null" else f" {config_json}"
     pool = "default pool" if pool_tokens is None else f"pool {pool_tokens:,}"
     at_seed = "" if seed is None else f", seed {seed}"
     timed = "" if timing is None else f", timed: {timing.label}"
-    return f"{policy}{cfg}, {pool}, page {page_size}, {source.label}{at_seed}{timed}"
+    tier = "" if host is None else f", {host.label}"
+    return f"{policy}{cfg}, {pool}, page {page_size}, {source.label}{at_seed}{timed}{tier}"
 
 
 def page_pool(pool_tokens: int | None, page_size: int) -> int | None:
@@ -336,10 +512,11 @@ class Spot:
     seed: int | None
     config: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     timing: TimingPoint | None = None
+    host: HostPoint | None = None
 
     def describe(self) -> str:
         return describe_cell(self.policy, self.config_json, self.pool_tokens, self.page_size,
-                             self.source, self.seed, self.timing)
+                             self.source, self.seed, self.timing, self.host)
 
 
 @dataclass(frozen=True)
@@ -354,13 +531,15 @@ class Grid:
     references: bool = False
     timing: TimingAxes | None = None  # a timed grid: every cell runs the timed replay
     hidden: bool = False  # accept registered policies that are not --policy choices (fifo, mru)
+    host: HostAxes | None = None  # a host tier (HiCache): its sizes, write and host policies
 
     def count(self) -> int:
         """How many cells the axes multiply to, before any duplicate is dropped (no expansion)."""
         configs = sum(math.prod(len(v) for _, v in a.keys) for a in self.policies)
         runs = sum(len(self.seeds) if s.seeded else 1 for s in self.sources)
         points = self.timing.count() if self.timing is not None else 1
-        per_point = configs * len(self.page_sizes) * len(self.pool_tokens)
+        hosts = self.host.count() if self.host is not None else 1
+        per_point = configs * len(self.page_sizes) * len(self.pool_tokens) * hosts
         if self.references:  # the oracle at every pool size, the ceiling per page size
             per_point += len(self.page_sizes) * (len(self.pool_tokens) + 1)
         return runs * points * per_point
@@ -374,18 +553,22 @@ class Grid:
         out: dict[Spot, None] = {}
         points: list[TimingPoint | None] = (
             [None] if self.timing is None else list(self.timing.points()))
+        hosts: list[HostPoint | None] = [None] if self.host is None else self.host.points()
         for source in self.sources:
             seeds: Iterable[int | None] = self.seeds if source.seeded else (None,)
             for seed in seeds:
                 for point in points:
-                    for axes in self.policies:
-                        for config in axes.configs():
-                            text = canonical_json(config)
-                            for page in self.page_sizes:
-                                for pool in self.pool_tokens:
-                                    out.setdefault(Spot(axes.policy, text, page_pool(pool, page),
-                                                        page, source, seed, config, point))
-                    if self.references:
+                    for host in hosts:
+                        for axes in self.policies:
+                            for config in axes.configs():
+                                text = canonical_json(config)
+                                for page in self.page_sizes:
+                                    tier = None if host is None else host.at_page(page)
+                                    for pool in self.pool_tokens:
+                                        out.setdefault(Spot(
+                                            axes.policy, text, page_pool(pool, page), page,
+                                            source, seed, config, point, tier))
+                    if self.references:  # one-tier (the ceiling is the two-tier bound too)
                         for page in self.page_sizes:
                             for pool in self.pool_tokens:
                                 out.setdefault(Spot(ORACLE, "null", page_pool(pool, page), page,
@@ -412,7 +595,7 @@ class Grid:
         out: dict[str, Cell] = {}
         for s in spots:
             cell = Cell(s.policy, configs[s.policy, s.config_json], s.pool_tokens, s.page_size,
-                        s.source, s.seed, s.timing)
+                        s.source, s.seed, s.timing, s.host)
             out.setdefault(cell.key, cell)
         return list(out.values())
 
@@ -449,8 +632,31 @@ class Grid:
             if t.rates != (None,):
                 parts.append(_count(rates, "rate"))
             parts.append(_count(models, "cost model"))
+        if self.host is not None:
+            parts.extend(self._host_sizes(cells))
         return " x ".join(parts)
+
+    def _host_sizes(self, cells: Sequence[Cell] | None) -> list[str]:
+        """``4 host sizes x 2 write policies``: the host axes, as listed or as they ran."""
+        h = self.host
+        assert h is not None
+        sizes, writes, policies = (len(h.tokens) + len(h.ratios), len(h.write_policies),
+                                   len(h.policies))
+        if cells is not None:
+            runs = [c for c in cells if not c.is_reference]
+            tiers = [c.host for c in runs if c.host is not None]
+            if tiers:
+                none = any(c.host is None for c in runs)  # a size of 0 (or under a page)
+                sizes = len({(t.tokens, t.key()["ratio"]) for t in tiers}) + none
+                writes = len({t.write_policy for t in tiers})
+                policies = len({(t.policy, canonical_json(t.config_dict)) for t in tiers})
+        parts = [_count(sizes, "host size"), _count(writes, "write policy")]
+        if len(h.policies) > 1:
+            parts.append(_count(policies, "host policy"))
+        return parts
 
 
 def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+    if n == 1:
+        return f"{n} {noun}"
+    return f"{n} {noun[:-1]}ies" if noun.endswith("cy") else f"{n} {noun}s"

@@ -7,7 +7,9 @@ A row is a flat dict of JSON types whose schema is
 the only fields that differ between two runs of the same cell. A timed
 cell replays with ``timing=`` (the oracle too: ``replay_oracle(..., timing=)``)
 and its row adds the timing axes and the timed figures (virtual time, as
-deterministic as the hit rate).
+deterministic as the hit rate). A cell with a host tier replays with
+``host=`` (:meth:`Cell.host_spec`) and its row adds the host point and the
+host tier's figures (``ReplayResult.host``); the references run one-tier.
 """
 
 from __future__ import annotations
@@ -19,19 +21,13 @@ from radix_evict.sim.bound import replay_oracle
 from radix_evict.sim.ceiling import infinite_pool_ceiling
 from radix_evict.sim.replay import ReplayResult, replay
 from radix_evict.sim.sweep.grid import CEILING, ORACLE, Cell
-from radix_evict.sim.sweep.schema import (
-    ERROR,
-    OK,
-    ROW_FIELDS,
-    TIMED_ROW_FIELDS,
-    TIMING_FIELDS,
-)
+from radix_evict.sim.sweep.schema import ERROR, OK, TIMING_FIELDS, columns
 from radix_evict.sim.workloads import Workload
 
 
 def _blank(cell: Cell) -> dict[str, Any]:
-    """Every column of the cell's kind (timed or not), None."""
-    return dict.fromkeys(ROW_FIELDS if cell.timing is None else TIMED_ROW_FIELDS)
+    """Every column of the cell's kind (timed or not, host tier or not), None."""
+    return dict.fromkeys(columns(cell.timing is not None, cell.host is not None))
 
 
 def _coordinates(cell: Cell) -> dict[str, Any]:
@@ -50,7 +46,28 @@ def _coordinates(cell: Cell) -> dict[str, Any]:
         point = cell.timing.key()
         out.update({"max_running": point["max_running"], "rate": point["rate"],
                     "cost_model": cell.timing.cost_model.name})
+    if cell.host is not None:
+        h = cell.host
+        out.update({"host_tokens": h.tokens, "hicache_ratio": h.key()["ratio"],
+                    "write_policy": h.write_policy, "write_threshold": h.threshold,
+                    "host_policy": h.policy, "host_config": h.config_dict})
     return out
+
+
+def host_figures(result: ReplayResult) -> dict[str, Any]:
+    """The host columns of a two-tier replay's result (``result.host``): its real host size
+    (a ratio's too) and where the prompt tokens were found, and the traffic."""
+    h = result.host
+    assert h is not None
+    return {
+        "host_tokens": h.host_tokens, "device_hit_rate": h.device_hit_rate,
+        "host_hit_rate": h.host_hit_rate, "miss_rate": h.miss_rate,
+        "written_tokens": h.written_tokens, "loaded_tokens": h.loaded_tokens,
+        "host_evicted_tokens": h.host_evicted_tokens, "host_evictions": h.host_evictions,
+        "reclaimed_tokens": h.reclaimed_tokens, "dropped_tokens": h.dropped_tokens,
+        "write_failed_tokens": h.write_failed_tokens,
+        "load_back_failed_tokens": h.load_back_failed_tokens, "copy_wait_s": h.copy_wait_s,
+    }
 
 
 def timed_figures(result: ReplayResult) -> dict[str, Any]:
@@ -87,6 +104,8 @@ def result_row(cell: Cell, result: ReplayResult, replay_s: float) -> dict[str, A
     })
     if cell.timing is not None and result.timing is not None:
         row.update(timed_figures(result))
+    if cell.host is not None and result.host is not None:
+        row.update(host_figures(result))
     return row
 
 
@@ -133,7 +152,7 @@ def run_cell(cell: Cell, workload: Workload, progress: Any = None) -> dict[str, 
         else:
             result = replay(workload, cell.policy, cell.config, pool_tokens=cell.pool_tokens,
                             page_size=cell.page_size, progress=progress, timeline_points=0,
-                            workload_info={}, timing=timing)
+                            workload_info={}, timing=timing, host=cell.host_spec())
     except Exception as exc:  # a plugin that raises fails its cell, not the sweep
         return error_row(cell, error_text(exc))
     return result_row(cell, result, time.perf_counter() - t0)

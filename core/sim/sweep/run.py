@@ -75,6 +75,11 @@ class SweepPlan:
         return any(g.timing is not None for g in self.grids)
 
     @property
+    def host(self) -> bool:
+        """Whether any cell has a host tier (its rows have the host columns)."""
+        return any(c.host is not None for c in self.cells)
+
+    @property
     def todo_keys(self) -> set[str]:
         """Keys of the cells still to run (a set: a dry run of 10^4 cells asks 10^4 times)."""
         return {c.key for c in self.todo}
@@ -109,7 +114,8 @@ def plan_sweep(grid: Grid | Sequence[Grid], out: Path | None = None, *, write: b
 
     ``grid`` may be several grids swept as one: their cells in order, each
     cell once (timed and untimed grids may mix; their rows share the result
-    file). More than ``max_cells`` cells is a SweepSizeError before any is
+    file; so may cells with and without a host tier). More than ``max_cells`` cells is a
+    SweepSizeError before any is
     expanded. With ``write`` the result file is locked for this sweep
     (ResultFileError if another sweep holds it); without (a dry run) it is
     only read. Either way nothing in it changes here.
@@ -126,7 +132,8 @@ def plan_sweep(grid: Grid | Sequence[Grid], out: Path | None = None, *, write: b
     each = [g.cells() for g in grids]
     cells = list({c.key: c for part in each for c in part}.values())
     check_cells(cells)
-    results = (ResultFile(out, write=write, timed=any(g.timing is not None for g in grids))
+    results = (ResultFile(out, write=write, timed=any(g.timing is not None for g in grids),
+                          host=any(c.host is not None for c in cells))
                if out is not None else None)
     finished = results.finished() if results is not None else set()
     kept = {c.key: results.rows[c.key] for c in cells if results and c.key in finished}

@@ -5,7 +5,10 @@ A row is a flat dict of JSON types; ``config`` and ``params`` are dicts
 columns :data:`ROW_FIELDS`, as it always had; a timed sweep's row
 (:data:`TIMED_ROW_FIELDS`) adds the timing axes after ``seed`` and the timed
 replay's figures after ``failed_admissions``. A row is timed when its
-``cost_model`` is set (:func:`row_fields`). :class:`ResultRow` states each
+``cost_model`` is set (:func:`row_fields`). A cell with a host tier (HiCache)
+adds its host point after the timing axes (:data:`HOST_AXES`) and the
+host tier's figures after the timed ones (:data:`HOST_FIGURES`); a row is a
+host row when its ``write_policy`` is set. :class:`ResultRow` states each
 field's type and range once; rows are checked against it before they are
 written, and rows read back from a result file are checked against it before
 a rerun trusts them, so a hand-edited ``"hit_rate": 7.5`` or
@@ -48,6 +51,13 @@ class ResultRow(BaseModel):
     max_running: int | None = Field(None, ge=1)
     rate: float | None = Field(None, gt=0)
     cost_model: str | None = None
+    # the host tier's point, in host rows only (host_policy None: the device policy's)
+    host_tokens: int | None = Field(None, ge=1)
+    hicache_ratio: float | None = Field(None, gt=0)
+    write_policy: str | None = None
+    write_threshold: int | None = Field(None, ge=0)
+    host_policy: str | None = None
+    host_config: dict[str, Any] | None = None
     ttft_p50_ms: float | None = Field(None, ge=0)
     ttft_p90_ms: float | None = Field(None, ge=0)
     ttft_p99_ms: float | None = Field(None, ge=0)
@@ -59,6 +69,19 @@ class ResultRow(BaseModel):
     goodput_rps: float | None = Field(None, ge=0)
     retractions: int | None = Field(None, ge=0)
     peak_queue: int | None = Field(None, ge=0)
+    # the host tier's figures (HostFigures), in host rows only
+    device_hit_rate: float | None = Field(None, ge=0, le=1)
+    host_hit_rate: float | None = Field(None, ge=0, le=1)
+    miss_rate: float | None = Field(None, ge=0, le=1)
+    written_tokens: int | None = Field(None, ge=0)
+    loaded_tokens: int | None = Field(None, ge=0)
+    host_evicted_tokens: int | None = Field(None, ge=0)
+    host_evictions: int | None = Field(None, ge=0)
+    reclaimed_tokens: int | None = Field(None, ge=0)
+    dropped_tokens: int | None = Field(None, ge=0)
+    write_failed_tokens: int | None = Field(None, ge=0)
+    load_back_failed_tokens: int | None = Field(None, ge=0)
+    copy_wait_s: float | None = Field(None, ge=0)
     replay_s: float | None = Field(None, ge=0)
     cache_s: float | None = Field(None, ge=0)
     status: Literal["ok", "error"]
@@ -83,15 +106,37 @@ TIMED_FIGURES = (  # the timed replay's figures, after ``failed_admissions``
     "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "queue_p99_ms", "tpot_p50_ms", "e2e_p99_ms",
     "slo_attainment", "throughput_rps", "goodput_rps", "retractions", "peak_queue",
 )
-# An untimed row's columns, in order: exactly those of every sweep before the timed replay.
-ROW_FIELDS = tuple(k for k in FIELD_TYPES if k not in TIMED_AXES + TIMED_FIGURES)
-# A timed row's columns, in order.
-TIMED_ROW_FIELDS = (
-    *ROW_FIELDS[:ROW_FIELDS.index("seed") + 1], *TIMED_AXES,
-    *ROW_FIELDS[ROW_FIELDS.index("seed") + 1:ROW_FIELDS.index("failed_admissions") + 1],
-    *TIMED_FIGURES, *ROW_FIELDS[ROW_FIELDS.index("failed_admissions") + 1:],
+HOST_AXES = ("host_tokens", "hicache_ratio", "write_policy", "write_threshold", "host_policy",
+             "host_config")  # a host cell's point, after the timing axes
+HOST_FIGURES = (  # the host tier's figures, after the timed ones
+    "device_hit_rate", "host_hit_rate", "miss_rate", "written_tokens", "loaded_tokens",
+    "host_evicted_tokens", "host_evictions", "reclaimed_tokens", "dropped_tokens",
+    "write_failed_tokens", "load_back_failed_tokens", "copy_wait_s",
 )
-COLUMN_SETS = (ROW_FIELDS, TIMED_ROW_FIELDS)  # the columns a result file may have
+
+
+# An untimed row's columns, in order: exactly those of every sweep before the timed replay.
+ROW_FIELDS = tuple(k for k in FIELD_TYPES
+                   if k not in TIMED_AXES + TIMED_FIGURES + HOST_AXES + HOST_FIGURES)
+
+
+def columns(timed: bool = False, host: bool = False) -> tuple[str, ...]:
+    """The columns of a row of that kind, in order: :data:`ROW_FIELDS`, with the timing axes
+    after ``seed`` and the host point after them, the timed figures after
+    ``failed_admissions`` and the host figures after them."""
+    axes = (TIMED_AXES if timed else ()) + (HOST_AXES if host else ())
+    figures = (TIMED_FIGURES if timed else ()) + (HOST_FIGURES if host else ())
+    seed = ROW_FIELDS.index("seed") + 1
+    failed = ROW_FIELDS.index("failed_admissions") + 1
+    return (*ROW_FIELDS[:seed], *axes, *ROW_FIELDS[seed:failed], *figures,
+            *ROW_FIELDS[failed:])
+
+
+TIMED_ROW_FIELDS = columns(timed=True)  # a timed row's columns, in order
+HOST_ROW_FIELDS = columns(host=True)  # an untimed host row's
+TIMED_HOST_ROW_FIELDS = columns(timed=True, host=True)  # a timed host row's
+# The columns a result file may have.
+COLUMN_SETS = (ROW_FIELDS, TIMED_ROW_FIELDS, HOST_ROW_FIELDS, TIMED_HOST_ROW_FIELDS)
 # Wall-clock timings: the only fields that differ between two runs of one cell (the timed
 # replay's figures are in virtual time, and the same for every run).
 TIMING_FIELDS = ("replay_s", "cache_s")
@@ -102,9 +147,14 @@ def is_timed(row: dict[str, Any]) -> bool:
     return row.get("cost_model") is not None
 
 
+def is_host(row: dict[str, Any]) -> bool:
+    """Whether ``row`` is a cell's with a host tier (its ``write_policy`` is set)."""
+    return row.get("write_policy") is not None
+
+
 def row_fields(row: dict[str, Any]) -> tuple[str, ...]:
-    """The columns of ``row``: :data:`TIMED_ROW_FIELDS` for a timed row, else :data:`ROW_FIELDS`."""
-    return TIMED_ROW_FIELDS if is_timed(row) else ROW_FIELDS
+    """The columns of ``row``'s kind (:func:`columns`): timed or not, host tier or not."""
+    return columns(is_timed(row), is_host(row))
 
 
 class RowError(ValueError):

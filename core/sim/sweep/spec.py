@@ -21,10 +21,18 @@ A grid file (YAML or TOML) has the command line's axes as keys::
     time_scale: 1             # chunked_prefill_size, concurrency (instead of rate)
     objective: ttft-p99       # what the summary ranks by: hit-rate, ttft-p99 or slo
     hidden: true              # accept hidden policies (fifo, mru, filo) as baselines
+    host_tokens: [0, 1M, 2M]  # a host tier (SGLang's HiCache); 0: none. Or instead:
+    hicache_ratio: [1, 2]     #   the host sized from the pool, as SGLang's --hicache-ratio
+    write_policy: [write_through, write_back]
+    host_policy: [device, lfu]  # what ranks host leaves; device (default): the device policy
+    host_config: {lfu: {}}    # a config per host policy (checked strictly)
+    write_threshold: 2        # one value: the write-through policies' backup threshold
 
 A list is taken item by item; a string is read with the command line's
 syntax (:mod:`radix_evict.sim.sweep.values`). Options given on the command
-line replace the file's axis of the same name (``-g`` replaces one key).
+line replace the file's axis of the same name (``-g`` replaces one key;
+``host_tokens`` and ``hicache_ratio`` are one axis, the host size, so either
+replaces both; ``host_config`` is merged per host policy).
 
 ``grids`` lists several grids swept as one (one plan, one result file)::
 
@@ -52,9 +60,18 @@ from typing import Any
 
 import yaml
 
+from radix_evict.cache.host_tier import DEFAULT_WRITE_POLICY, WRITE_BACK
 from radix_evict.inputs import CONFIG_BYTES, InputFileError, read_text
+from radix_evict.policies.contract import PolicyConfig
 from radix_evict.sim.runs import default_policies
-from radix_evict.sim.sweep.grid import Grid, PolicyAxes, TimingAxes, cost_model_key
+from radix_evict.sim.sweep.grid import (
+    DEVICE_POLICY,
+    Grid,
+    HostAxes,
+    PolicyAxes,
+    TimingAxes,
+    cost_model_key,
+)
 from radix_evict.sim.sweep.sources import make_sources
 from radix_evict.sim.sweep.values import (
     SweepValueError,
@@ -81,8 +98,11 @@ Param = tuple[str | None, str, Any]  # (scope, key, value): --param [SCOPE.]KEY=
 # The timed replay's keys (a grid file's names; the command line's are --max-running, ...).
 TIMING_KEYS = ("timing", "max_running", "rate", "cost_model", "concurrency", "time_scale",
                "slo_ttft", "slo_tpot", "chunked_prefill_size", "objective")
+# The host tier's keys (the command line's --host-tokens, --hicache-ratio, ...).
+HOST_KEYS = ("host_tokens", "hicache_ratio", "write_policy", "host_policy", "host_config",
+             "write_threshold")
 FILE_KEYS = ("policies", "pool_tokens", "page_size", "workloads", "traces", "params", "seeds",
-             "oracle", "hidden", *TIMING_KEYS, "grids")
+             "oracle", "hidden", *TIMING_KEYS, *HOST_KEYS, "grids")
 # What one entry of ``grids`` may set: everything but the list itself and the summary's
 # objective (one for the whole sweep).
 GRID_ENTRY_KEYS = tuple(k for k in FILE_KEYS if k not in ("grids", "objective"))
@@ -114,6 +134,15 @@ class GridParts:
     slo_tpot: float | None = None
     chunked_prefill_size: int | None = None
     objective: str | None = None
+    # The host tier (SGLang's HiCache): sizes in tokens (0: none) or as ratios (one of the
+    # two), write policies, host policies (None: the device policy), each host policy's
+    # config as given (a mapping or JSON text), and one write threshold for every cell.
+    host_tokens: list[int] | None = None
+    hicache_ratios: list[float] | None = None
+    write_policies: list[str] | None = None
+    host_policies: list[str | None] | None = None
+    host_configs: dict[str, Any] | None = None
+    write_threshold: int | None = None
     # Several grids swept as one (a grid file's ``grids``): each entry's own axes, over
     # these (the shared ones); None for one grid. See :meth:`expand`.
     grids: list[GridParts] | None = None
@@ -126,16 +155,30 @@ class GridParts:
                                           "chunked_prefill_size")
                 if getattr(self, f) is not None]
 
+    def host_given(self) -> list[str]:
+        """The host-tier options these parts set (their grid file names), but the size."""
+        names = {"write_policies": "write_policy", "host_policies": "host_policy",
+                 "host_configs": "host_config"}
+        return [names.get(f, f) for f in ("write_policies", "host_policies", "host_configs",
+                                          "write_threshold")
+                if getattr(self, f) is not None]
+
     def over(self, base: GridParts) -> GridParts:
         """These parts where given, ``base``'s elsewhere; ``vary`` merged key by key.
 
         When ``base`` lists several grids, what these parts give replaces each
         grid's own value too (the command line's options win over a grid file's
-        every grid).
+        every grid). ``host_tokens`` and ``hicache_ratios`` are one axis (the
+        host size): giving either replaces both; ``host_configs`` merge per
+        host policy.
         """
         merged = {f.name: getattr(self, f.name) if getattr(self, f.name) is not None
                   else getattr(base, f.name) for f in dataclasses.fields(self)
                   if f.name not in ("vary", "grids")}
+        if self.host_tokens is not None or self.hicache_ratios is not None:
+            merged["host_tokens"], merged["hicache_ratios"] = self.host_tokens, self.hicache_ratios
+        if self.host_configs is not None and base.host_configs is not None:
+            merged["host_configs"] = {**base.host_configs, **self.host_configs}
         vary = {p: dict(keys) for p, keys in base.vary.items()}
         for p, keys in self.vary.items():
             vary.setdefault(p, {}).update(keys)
@@ -182,6 +225,13 @@ def make_grid(parts: GridParts) -> Grid:
         workloads = [DEFAULT_WORKLOAD]
     sources = make_sources(list(dict.fromkeys(workloads)), list(dict.fromkeys(traces)),
                            parts.params or [])
+    timing, host = timing_axes(parts), host_axes(parts)
+    if timing is not None and host is not None:
+        for model in timing.cost_models:
+            if model.transfer is None:
+                raise SweepValueError(
+                    f"cost_model {model.name}: no [transfer] table (kv_bytes_per_token, "
+                    "host_gbps); a timed replay with a host tier needs one to time its copies")
     pools = tuple(dict.fromkeys(parts.pool_tokens or [None]))  # type: ignore[list-item]
     for n in (*[p for p in pools if p is not None], *(parts.page_sizes or [])):
         if n < 1:
@@ -196,8 +246,9 @@ def make_grid(parts: GridParts) -> Grid:
         page_sizes=tuple(dict.fromkeys(parts.page_sizes or [1])),
         seeds=seeds,
         references=bool(parts.references),
-        timing=timing_axes(parts),
+        timing=timing,
         hidden=bool(parts.hidden),
+        host=host,
     )
 
 
@@ -250,6 +301,65 @@ def timing_axes(parts: GridParts) -> TimingAxes | None:
             point.spec(0)
         except ValueError as exc:
             raise SweepValueError(f"timing: {exc}") from None
+    return axes
+
+
+def host_axes(parts: GridParts) -> HostAxes | None:
+    """The host-tier axes ``parts`` ask for (None: one tier); SweepValueError names a bad key.
+
+    Each host policy's config is validated once by the registry (its frozen
+    config is what the cells carry), and every point is checked as the
+    replay will build it (``HostTierSpec``'s own checks). The write threshold
+    applies to the write-through policies: ``write_back`` writes on device
+    eviction, so a threshold with only ``write_back`` is refused.
+    """
+    from radix_evict.sim.sweep.check import parse_config
+
+    given = parts.host_given()
+    if parts.host_tokens is None and parts.hicache_ratios is None:
+        if given:
+            raise SweepValueError(f"{', '.join(given)}: host-tier options; set host_tokens or "
+                                  "hicache_ratio (--host-tokens, --hicache-ratio) to use them")
+        return None
+    if parts.host_tokens is not None and parts.hicache_ratios is not None:
+        raise SweepValueError("host_tokens and hicache_ratio both size the host tier: give one")
+    if not (parts.host_tokens or parts.hicache_ratios):
+        raise SweepValueError("host_tokens, hicache_ratio: no values")
+    writes = list(dict.fromkeys(parts.write_policies or [DEFAULT_WRITE_POLICY]))
+    if parts.write_threshold is not None and all(w == WRITE_BACK for w in writes):
+        raise SweepValueError("write_threshold is for write_through and "
+                              "write_through_selective (write_back writes on device eviction)")
+    names = list(dict.fromkeys(None if p == DEVICE_POLICY else p
+                               for p in parts.host_policies or [None]))
+    configs = dict(parts.host_configs or {})
+    stray = [p for p in configs if p not in names]
+    if stray:
+        why = ("the device policy keeps its own config" if stray[0] == DEVICE_POLICY
+               else f"not among the host policies ({', '.join(n or DEVICE_POLICY for n in names)})")
+        raise SweepValueError(f"host_config.{stray[0]}: {why}")
+    policies: list[tuple[str | None, PolicyConfig | None]] = []
+    for name in names:
+        if name is None:
+            policies.append((None, None))
+            continue
+        parsed = parse_config(name, configs.get(name))
+        if isinstance(parsed, list):
+            raise SweepValueError(f"host_policy {name!r}: "
+                                  + "; ".join(str(p) for p in parsed))
+        policies.append((name, parsed))
+    axes = HostAxes(
+        tokens=tuple(dict.fromkeys(parts.host_tokens or [])),
+        ratios=tuple(dict.fromkeys(float(r) for r in parts.hicache_ratios or [])),
+        write_policies=tuple(writes), policies=tuple(policies),
+        write_threshold=parts.write_threshold,
+    )
+    for t in axes.tokens:
+        if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+            raise SweepValueError(f"host_tokens: expected whole numbers >= 0, got {t!r}")
+    try:
+        axes.points()  # each point checked as the replay will build it
+    except ValueError as exc:
+        raise SweepValueError(str(exc)) from None
     return axes
 
 
@@ -356,7 +466,45 @@ def _parts(path: Path, data: Mapping[str, Any], at: str | None = None) -> GridPa
             raise SweepValueError(f"{where} params: expected a mapping KEY: VALUE")
         parts.params = [_param(str(k), v) for k, v in params.items()]
     _timing_parts(path, data, parts, where)
+    _host_parts(data, parts, where)
     return parts
+
+
+def _host_parts(data: Mapping[str, Any], parts: GridParts, where: str) -> None:
+    """The host tier's keys of a grid file (one of its ``grids`` too)."""
+    if "host_tokens" in data:
+        parts.host_tokens = parse_counts(data["host_tokens"], f"{where} host_tokens")
+    if "hicache_ratio" in data:
+        parts.hicache_ratios = [float(r) for r in parse_numbers(data["hicache_ratio"],
+                                                                f"{where} hicache_ratio")]
+    if "write_policy" in data:
+        parts.write_policies = _listed_names(data["write_policy"], f"{where} write_policy")
+    if "host_policy" in data:
+        value = data["host_policy"]
+        items = value if isinstance(value, list) else [value]
+        parts.host_policies = [None if v is None else n for v in items
+                               for n in ([None] if v is None
+                                         else _listed_names(v, f"{where} host_policy"))]
+    if "host_config" in data:
+        value = data["host_config"]
+        if not isinstance(value, Mapping) or not all(
+                v is None or isinstance(v, Mapping) for v in value.values()):
+            raise SweepValueError(f"{where} host_config: expected a mapping of host policy -> "
+                                  "its config ({lfu: {}, slru: {protected_threshold: 2}})")
+        parts.host_configs = {str(k): dict(v) if v else None for k, v in value.items()}
+    if "write_threshold" in data:
+        (n,) = _one(parse_counts(data["write_threshold"], f"{where} write_threshold"),
+                    f"{where} write_threshold")
+        parts.write_threshold = n
+
+
+def _listed_names(value: Any, what: str) -> list[str]:
+    """Names as a list, or one string of them split on commas (``write_through,write_back``)."""
+    if isinstance(value, str):
+        names = [n for n in split_top_level(value) if n]
+        if names:
+            return names
+    return _names(value, what)
 
 
 def _timing_parts(path: Path, data: Mapping[str, Any], parts: GridParts, where: str) -> None:

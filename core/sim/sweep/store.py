@@ -21,7 +21,10 @@ timed ones too (``TIMED_ROW_FIELDS``). A JSONL row carries its own kind's
 keys; a CSV file keeps the columns of its header, so a timed sweep does not
 append to an untimed sweep's CSV (it has no columns for the timed figures);
 a Parquet file, rewritten whole, takes the timed columns once it holds a
-timed row.
+timed row. Rows of cells with a host tier (HiCache) are the same: the host
+columns in their JSONL rows, in a new CSV of a sweep with host cells (empty
+in its one-tier rows), in Parquet once it holds one; a CSV without them
+takes no host rows.
 """
 
 from __future__ import annotations
@@ -41,10 +44,13 @@ from radix_evict.sim.sweep.schema import (
     FIELD_TYPES,
     OK,
     ROW_FIELDS,
-    TIMED_ROW_FIELDS,
+    TIMED_FIGURES,
     RowError,
     check_row,
+    columns,
+    is_host,
     is_timed,
+    row_fields,
 )
 
 SUFFIXES = (".jsonl", ".csv", ".parquet")
@@ -113,16 +119,19 @@ class ResultFile:
     ``write`` takes the file's lock first (ResultFileError if another sweep
     holds it), so the rows read are the rows the file will keep. ``timed``:
     the sweep's rows are timed (a new CSV or Parquet file gets the timed
-    columns; an untimed sweep's CSV is refused).
+    columns; an untimed sweep's CSV is refused); ``host``: some have a host
+    tier (the same, with the host columns).
     """
 
-    def __init__(self, path: Path, *, write: bool = False, timed: bool = False) -> None:
+    def __init__(self, path: Path, *, write: bool = False, timed: bool = False,
+                 host: bool = False) -> None:
         self._fh: IO[str] | None = None
         self._csv: Any = None
         self._lock: FileLock | None = None
         self.path = path
         self.format = check_path(path)
         self.timed = timed
+        self.host = host
         self.columns: tuple[str, ...] | None = None  # a CSV file's header, once read
         self.rows: dict[str, dict[str, Any]] = {}
         self.torn = 0  # bytes of an unfinished last line, dropped when writing starts
@@ -145,10 +154,17 @@ class ResultFile:
             if os.path.lexists(path):
                 for row in self._read():
                     self.rows[row["cell"]] = row
-            if timed and self.format == ".csv" and self.columns == ROW_FIELDS:
-                raise ResultFileError(
-                    f"{path}: an untimed sweep's file: its columns have no place for the "
-                    "timed figures (ttft_p99_ms, ...); give this timed sweep another --out")
+            if self.format == ".csv" and self.columns is not None:
+                missing = set(columns(timed, host)) - set(self.columns)
+                if missing & set(TIMED_FIGURES):
+                    raise ResultFileError(
+                        f"{path}: an untimed sweep's file: its columns have no place for the "
+                        "timed figures (ttft_p99_ms, ...); give this timed sweep another --out")
+                if missing:
+                    raise ResultFileError(
+                        f"{path}: a one-tier sweep's file: its columns have no place for the "
+                        "host tier's figures (host_hit_rate, ...); give this sweep with a "
+                        "host tier another --out")
         except BaseException:
             self.close()
             raise
@@ -218,9 +234,10 @@ class ResultFile:
         if names and names not in COLUMN_SETS:
             raise ResultFileError(
                 f"{self.path}: its columns are not this version's sweep columns "
-                f"({', '.join(ROW_FIELDS)}, or with a timed sweep's "
-                f"{', '.join(k for k in TIMED_ROW_FIELDS if k not in ROW_FIELDS)}); "
-                "write to a new file")
+                f"({', '.join(ROW_FIELDS)}, with a timed sweep's "
+                f"{', '.join(k for k in columns(timed=True) if k not in ROW_FIELDS)} and a "
+                f"host tier's {', '.join(k for k in columns(host=True) if k not in ROW_FIELDS)}"
+                "); write to a new file")
         self.columns = names or None
         rows = []
         for record in reader:
@@ -276,7 +293,7 @@ class ResultFile:
             self._newline = False
         if self.format == ".csv":
             if new or self.columns is None:
-                self.columns = TIMED_ROW_FIELDS if self.timed else ROW_FIELDS
+                self.columns = columns(self.timed, self.host)
             self._csv = csv.DictWriter(self._fh, fieldnames=list(self.columns))
             if new:
                 self._csv.writeheader()
@@ -296,9 +313,10 @@ class ResultFile:
         assert self._fh is not None
         if self._csv is not None:
             assert self.columns is not None
-            if is_timed(row) and self.columns == ROW_FIELDS:  # refused when opened; a bug
-                raise ResultFileError(f"{self.path}: refusing to write a timed row into an "
-                                      "untimed sweep's columns")
+            if not set(row_fields(row)) <= set(self.columns):  # refused when opened; a bug
+                raise ResultFileError(f"{self.path}: refusing to write a "
+                                      f"{'timed' if is_timed(row) else 'host'} row into "
+                                      "columns without its figures")
             self._csv.writerow(_flat(row, self.columns))
         else:
             self._fh.write(json.dumps(row, sort_keys=False, allow_nan=False) + "\n")
@@ -309,9 +327,10 @@ class ResultFile:
         types = {"str": pa.string(), "json": pa.string(), "int": pa.int64(),
                  "float": pa.float64()}
         timed = self.timed or any(is_timed(r) for r in self.rows.values())
-        columns = TIMED_ROW_FIELDS if timed else ROW_FIELDS
-        schema = pa.schema([(k, types[FIELD_TYPES[k]]) for k in columns])
-        table = pa.Table.from_pylist([_flat(r, columns) for r in self.rows.values()],
+        host = self.host or any(is_host(r) for r in self.rows.values())
+        names = columns(timed, host)
+        schema = pa.schema([(k, types[FIELD_TYPES[k]]) for k in names])
+        table = pa.Table.from_pylist([_flat(r, names) for r in self.rows.values()],
                                      schema=schema)
         tmp = self.path.with_name(self.path.name + ".tmp")
         pa.parquet.write_table(table, tmp)
