@@ -37,6 +37,7 @@ from .simulate_host import (
     WritePolicyOpt,
     WriteThresholdOpt,
     build_host,
+    check_transfer,
     host_json,
     host_table,
 )
@@ -349,10 +350,8 @@ def simulate(
     host = build_host(host_tokens=host_tokens, hicache_ratio=hicache_ratio,
                       write_policy=write_policy, write_threshold=write_threshold,
                       host_policy=host_policy, host_config=host_config)
-    if host is not None and timed is not None and timed.cost_model.transfer is None:
-        raise CliError(f"--cost-model {timed.cost_model.name}: no [transfer] table "
-                       "(kv_bytes_per_token, host_gbps); a timed replay with a host tier "
-                       "needs one to time its copies", EXIT_INVALID)
+    if timed is not None:
+        check_transfer(host, timed.cost_model)
     if model is not None:
         if host is not None:
             raise CliError("--model tiny replays one tier; the host tier is for token and "
