@@ -2,7 +2,8 @@
 
 The token tree and its slot storage (``tree``, ``slots``), the KV pool and the
 allocator protocol (``pool``, ``allocator``), the eviction driver
-(``eviction``), :class:`~radix_evict.cache.radix_cache.RadixCache` itself, its
+(``eviction``), the host tier behind it (``host_tier``: SGLang's HiCache),
+:class:`~radix_evict.cache.radix_cache.RadixCache` itself, its
 counters (``stats``) and the list of modules the install compiles
 (``compiled``), and the request context a caller may pass (``context``).
 Nothing here names a policy. ``__all__`` lists the modules:
@@ -17,6 +18,7 @@ __all__ = [
     "compiled",
     "context",
     "eviction",
+    "host_tier",
     "metrics",
     "ownership",
     "pool",
