@@ -13,7 +13,7 @@ passes it as ``type_error``/``value_error``; the rule stays the same.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import torch
@@ -72,6 +72,11 @@ def check_number(
     return x
 
 
+# Read once: a compiled module reads a Final from a C global, not through ``torch``'s dict.
+_TENSOR: Final = torch.Tensor
+_TORCH_INT64: Final = torch.int64
+
+
 class SlotDevice:
     """The device KV slots live on, and the one check of a slot tensor against it.
 
@@ -90,8 +95,8 @@ class SlotDevice:
         ``"KVPool.free: slots"``.
         """
         if (  # the usual case in one test; is_cpu is an attribute read, a device compare is not
-            type(slots) is torch.Tensor
-            and slots.dtype is torch.int64
+            type(slots) is _TENSOR
+            and slots.dtype is _TORCH_INT64
             and slots.dim() == 1
             and (length < 0 or slots.shape[0] == length)
             and (slots.is_cpu if self.on_cpu else slots.device == self.device)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 import numbers
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from radix_evict.cache.tree import TOKEN_BYTES, TreeNode
 from radix_evict.errors import PolicyError
@@ -31,6 +31,9 @@ from radix_evict.policies.contract import EvictionPolicy, callbacks_of
 # (score, last_access_time, seq, node); a tuple score is spliced in: (*score, time, seq, node).
 # Comparing one flat tuple costs half as much as a nested one, and every heap step compares.
 _Entry = tuple[Any, ...]
+# Read once: a compiled module reads a Final from a C global, not through ``heapq``'s dict.
+_HEAPPUSH: Final = heapq.heappush
+_HEAPPOP: Final = heapq.heappop
 
 
 def is_evictable_leaf(node: TreeNode) -> bool:
@@ -136,7 +139,7 @@ class EvictionDriver:
         seq = entry[-2]
         node: TreeNode = entry[-1]
         node._heap_seq = seq
-        heapq.heappush(self._heap, entry)
+        _HEAPPUSH(self._heap, entry)
         if len(self._heap) > self._compact_at:
             self._rebuild(rescore=False)
 
@@ -215,7 +218,7 @@ class EvictionDriver:
         if self._rescore_every_evict:
             self._rebuild(rescore=True)
         heap = self._heap
-        pop = heapq.heappop
+        pop = _HEAPPOP
         pb = self._page_bytes
         on_evict = self._on_evict
         host_tier = self._host_tier
@@ -240,7 +243,7 @@ class EvictionDriver:
                         kept = demote(node)  # may offer it to the host tier's driver
                 except BaseException:
                     node._heap_seq = entry[-2]
-                    heapq.heappush(heap, entry)
+                    _HEAPPUSH(heap, entry)
                     self._undo_evict(victims, parents, popped)
                     raise
             first = node.key_bytes[:pb]

@@ -27,7 +27,7 @@ build, and names the culprits whenever a check fails.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import torch
@@ -36,6 +36,9 @@ from radix_evict.cache.compiled import page_kernel
 
 CACHED_TAG = -1
 _KERNEL: Any = page_kernel()
+# Read once: a compiled module reads a Final from a C global, not through ``np``'s dict.
+_EMPTY: Final = np.empty
+_INT64: Final = np.dtype(np.int64)
 
 # The states as ``KVPool.slot_owners`` reports them.
 CALLER = 0
@@ -49,6 +52,11 @@ _STATE_WORDS = {
     CALLER: "held by a caller, not by the cache",
 }
 _SHOWN = 6  # slots named per error line; the rest are counted
+
+
+def cpu_loops(on_cpu: bool) -> Any:
+    """The C page loops for arrays on cpu, or None (another device, or none built)."""
+    return _KERNEL if on_cpu else None
 
 
 def describe_outside(slots: Any, size: int) -> str:
@@ -100,6 +108,8 @@ class PageOwners:
         self.head = 0
         # The C loops take int32 tags (so, up to two billion pages) and cpu arrays.
         self._kernel: Any = _KERNEL if on_cpu and kind == torch.int32 else None
+        # Its loops that read no tags (slots to pages and back), for any cpu pool.
+        self.loops: Any = cpu_loops(on_cpu)
 
     # ---------------------------------------------------------- transfers
     def pop(self, k: int) -> Any:
@@ -164,14 +174,36 @@ class PageOwners:
 
         ``what`` starts the message, e.g. ``"KVPool.free: indices"``.
         """
-        if len(pages) == 0:
-            return
-        if self._kernel is not None:
-            ok = bool(self._kernel.callers_only(self.tag, self.stack, self._mark, pages, self.head))
-        else:
-            ok = self._callers_only(pages)
-        if not ok:
+        if not self.callers_ok(pages):
             raise ValueError(f"{what}: {self._caller_fault(pages)}")
+
+    def caller_slots(self, slots: Any) -> Any:
+        """The pages of ``slots`` (a cpu int64 array), if the C loops find them whole, aligned
+        pages of the pool, each a caller's and listed once; None otherwise, or without the
+        loops (``check_caller`` and ``KVPool._whole_pages`` then decide, and name culprits).
+        """
+        P = self.page_size
+        kernel = self._kernel
+        if kernel is not None:
+            pages = _EMPTY(len(slots) // P, _INT64)
+            k = kernel.caller_slots(self.tag, self.stack, self._mark, slots, P, self.head, pages)
+            return pages if k >= 0 else None
+        loops = self.loops
+        if loops is None:
+            return None
+        pages = _EMPTY(len(slots) // P, _INT64)
+        if loops.pages_of(slots, P, self.num_pages * P, pages) < 0:
+            return None
+        return pages if self._callers_only(pages) else None
+
+    def callers_ok(self, pages: Any) -> bool:
+        """``check_caller``'s verdict, without naming anything."""
+        if len(pages) == 0:
+            return True
+        if self._kernel is not None:
+            return bool(self._kernel.callers_only(self.tag, self.stack, self._mark, pages,
+                                                  self.head))
+        return self._callers_only(pages)
 
     def check_cached(self, pages: Any, what: str) -> None:
         """Raise ValueError, naming the culprits, unless every page is a cache node's, once."""

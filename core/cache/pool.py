@@ -6,7 +6,7 @@ hand it its own allocator; :class:`KVPool` is the one radix-evict ships.
 
 from __future__ import annotations
 
-from typing import Any, SupportsIndex
+from typing import Any, Final, SupportsIndex
 
 import numpy as np
 import torch
@@ -17,6 +17,11 @@ from radix_evict.cache.args import SlotDevice, check_int
 from radix_evict.cache.ownership import FREE, PageOwners, describe_outside
 
 __all__ = ["Allocator", "KVPool", "default_device"]
+
+# Read once: a compiled module reads a Final from a C global, not through ``np``'s dict.
+_INT64: Final = np.dtype(np.int64)  # numpy's shared descriptor: an identity test finds it
+_EMPTY: Final = np.empty
+_FROM_NUMPY: Final = torch.from_numpy
 
 
 def default_device() -> torch.device:
@@ -72,6 +77,8 @@ class KVPool:
         self._table: Any = table.numpy() if on_cpu else table
         self._tensors = (table,)  # keeps the storage behind numpy views alive
         self.owners = PageOwners(self.num_pages, P, dev)  # the free list and the owner tags
+        # The C loops between slots and pages (cpu only; None: numpy or torch does it).
+        self._loops: Any = self.owners.loops
         self.k_buffer: list[torch.Tensor] = []
         self.v_buffer: list[torch.Tensor] = []
         if self.layers:
@@ -98,7 +105,7 @@ class KVPool:
         if k > self.num_pages - owners.head:
             return None
         slots = self.page_slots(owners.pop(k))
-        return torch.from_numpy(slots) if self.slot_device.on_cpu else slots
+        return _FROM_NUMPY(slots) if self.slot_device.on_cpu else slots
 
     def take_pages(self, k: int) -> Any:
         """``k`` free pages handed straight to a cache node (its own array), or None if fewer.
@@ -115,9 +122,29 @@ class KVPool:
 
     def page_slots(self, pages: Any) -> Any:
         """A new 1-D array of the slots of ``pages`` (numpy on cpu, a tensor elsewhere)."""
+        loops = self._loops
+        if loops is not None:
+            out = _EMPTY(len(pages) * self.page_size, _INT64)
+            loops.page_slots([pages], self.page_size, out)
+            return out
         if self.page_size == 1:
             return pages.copy() if self.slot_device.on_cpu else pages.clone()
         return self._table[pages].reshape(-1)
+
+    def parts_slots(self, parts: list[Any]) -> Any:
+        """A new 1-D array of the slots of the pages of every array in ``parts``, in order."""
+        loops = self._loops
+        if loops is not None:
+            total = 0
+            for part in parts:
+                total += len(part)
+            out = _EMPTY(total * self.page_size, _INT64)
+            loops.page_slots(parts, self.page_size, out)
+            return out
+        if len(parts) == 1:
+            return self.page_slots(parts[0])
+        on_cpu = self.slot_device.on_cpu
+        return self.page_slots(np.concatenate(parts) if on_cpu else torch.cat(parts))
 
     def free(self, indices: torch.Tensor) -> None:
         """Return a caller's slots to the pool; whole pages only.
@@ -130,17 +157,29 @@ class KVPool:
         self.owners.push(self.caller_pages(self.host_view(indices), what))
 
     # The cache's side: pages move caller -> cache node -> pool, each move checked.
-    def caller_pages(self, idx: Any, what: str) -> Any:
+    def caller_pages(self, idx: Any, what: str, start: int = -1, stop: int = -1) -> Any:
         """The pages of the slots ``idx`` (a 1-D int64 array from ``host_view``), checked.
 
-        Raises ValueError naming ``what`` and the culprits unless ``idx`` is
-        whole, aligned pages in order (every slot of each page is compared),
-        in the pool, each page a caller's and listed once. At page size 1 the
-        result is ``idx`` itself.
+        Raises ValueError naming ``what`` (``what[start:stop]`` when ``start``
+        is given: the name is built only for an error) and the culprits unless
+        ``idx`` is whole, aligned pages in order (every slot of each page is
+        compared), in the pool, each page a caller's and listed once. At page
+        size 1 the result is ``idx`` itself, otherwise a new array.
         """
+        P = self.page_size
+        owners = self.owners
+        if self._loops is not None:  # C loops: the usual case, nothing to name
+            if P == 1:
+                if owners.callers_ok(idx):
+                    return idx
+            else:
+                pages = owners.caller_slots(idx)
+                if pages is not None:
+                    return pages
+        name = what if start < 0 else f"{what}[{start}:{stop}]"
         # At page size 1 the owner check also rules out slots outside the pool.
-        pages = idx if self.page_size == 1 else self._whole_pages(idx, what)
-        self.owners.check_caller(pages, what)
+        pages = idx if P == 1 else self._whole_pages(idx, name)
+        owners.check_caller(pages, name)
         return pages
 
     def adopt_pages(self, pages: Any) -> None:
@@ -194,7 +233,8 @@ class KVPool:
     def host_view(self, indices: torch.Tensor) -> Any:
         """``indices`` as the array type the pool computes with (numpy on cpu)."""
         if self.slot_device.on_cpu:
-            return indices.numpy().astype(np.int64, copy=False)
+            arr = indices.numpy()
+            return arr if arr.dtype is _INT64 else arr.astype(np.int64)
         return indices.long()
 
     def free_mask(self) -> np.ndarray:

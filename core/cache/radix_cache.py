@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from threading import get_ident
-from typing import Any, NamedTuple, SupportsIndex
+from typing import Any, Final, NamedTuple, SupportsIndex
 
 import torch
 from mypy_extensions import mypyc_attr
@@ -40,6 +40,9 @@ from radix_evict.policies.contract import (
     callbacks_of,
 )
 from radix_evict.policies.resolve import policy_by_name, policy_origin
+
+# Read once: a compiled module reads a Final from a C global, not through ``time``'s dict.
+_PERF_COUNTER: Final = time.perf_counter
 
 
 def _pool_tokens(pool: Allocator) -> int:
@@ -122,6 +125,10 @@ class RadixCache:
         self.pool = pool
         self.page_size = pool_page
         self._slots = SlotStorage(pool)
+        # A walk finds a child among this few by comparing first pages in place, among more
+        # through the children's dict (a page's bytes copied and hashed): with pages of 512
+        # tokens a hash costs about what ten compares do; below 64 the dict always wins.
+        self._scan_children = pool_page * TOKEN_BYTES // 400
         self._slot_device = self._slots.slot_device
         self.device = self._slot_device.device
         self.stats = CacheStats()
@@ -263,9 +270,23 @@ class RadixCache:
                 kv = key_view(arr, n)
                 nb = n * TOKEN_BYTES
                 pb = P * TOKEN_BYTES
+                few = self._scan_children
                 node = root
                 while off < nb:
-                    child = node.children.get(kv[off : off + pb].tobytes())
+                    children = node.children
+                    child = None
+                    first = b""  # the key child is filed under (hashed already)
+                    if len(children) <= few:  # compare first pages in place: no copy, no hash
+                        if children:
+                            page = kv[off : off + pb]
+                            for key, kid in children.items():
+                                if key.startswith(page):  # (keys are whole pages: equality)
+                                    child = kid
+                                    first = key
+                                    break
+                    else:
+                        first = kv[off : off + pb].tobytes()
+                        child = children.get(first)
                     if child is None:
                         break
                     ck = child.key_bytes
@@ -277,7 +298,7 @@ class RadixCache:
                         continue
                     m = common_prefix_len(ck, kv, off) // P * P
                     split = _Split(child)
-                    node = self._split(child, m)
+                    node = self._split(child, m, first)
                     path.append(node)
                     off += m * TOKEN_BYTES
                     break
@@ -493,15 +514,33 @@ class RadixCache:
         # Walk first, changing nothing: how much is cached decides which slots are taken.
         path: list[TreeNode] = []
         split_at = 0  # tokens of the last path node shared with the key, if it diverges inside
+        few = self._scan_children
         node = self._root
         off = 0
+        # The key the last child was found under (hashed already), or the first page of the
+        # rest of the key where the walk missed (empty if it was not made).
+        first = b""
         while off < nb:
-            first = kv[off : off + pb].tobytes()
-            child = node.children.get(first)
+            children = node.children
+            child = None
+            if len(children) <= few:  # compare first pages in place: no copy, no hash
+                first = b""
+                if children:
+                    page = kv[off : off + pb]
+                    for key, kid in children.items():
+                        if key.startswith(page):  # (keys are whole pages: equality)
+                            child = kid
+                            first = key
+                            break
+            else:
+                first = kv[off : off + pb].tobytes()
+                child = children.get(first)
             if child is None:
                 hc = node.host_children  # a host tier's host-only nodes (None without one)
                 if not hc:
                     break
+                if not first:
+                    first = kv[off : off + pb].tobytes()
                 child = hc.get(first)
                 if child is None:
                     break
@@ -552,7 +591,7 @@ class RadixCache:
                 if i == last and split_at:
                     self._clock = clock
                     split = _Split(child)
-                    child = self._split(child, split_at)
+                    child = self._split(child, split_at, first)
                     clock = self._clock
                 if i >= dev:  # host-only: the insert's KV puts it back on device
                     self._unevict(node, child, claimed, lo)
@@ -576,7 +615,8 @@ class RadixCache:
                     leaf.hit_count = 1
                     if backup_at and backup_at <= 1:
                         backups.append(leaf)
-                node.children[leaf.key_bytes[:pb]] = leaf
+                # Filed under the page the walk missed, if it made that key (hashed already).
+                node.children[first if first and not split_at else leaf.key_bytes[:pb]] = leaf
                 depth = leaf.prefix_len
                 x: TreeNode | None = node
                 while x is not None and x.history_len < depth:
@@ -679,12 +719,14 @@ class RadixCache:
         finally:
             host.journal = None
 
-    def _split(self, child: TreeNode, m: int) -> TreeNode:
+    def _split(self, child: TreeNode, m: int, first: bytes = b"") -> TreeNode:
         """Split ``child`` after ``m`` tokens; the new parent takes the head.
 
         The original node object keeps the tail, so a lock handle on it stays
         valid. The new parent inherits what describes the shared prefix. The
         caller offers the tail to the driver once its own changes are done.
+        ``first``: the key ``child`` was found under in its parent (its first
+        page, hashed already), if the caller has it (empty if not).
         """
         parent = child.parent
         assert parent is not None and 0 < m < child.num_tokens
@@ -714,14 +756,15 @@ class RadixCache:
         child.parent = head
         child.last_access_time = t + 2.0
         self._clock = t + 2.0
+        key = first if first else ck[:pb]  # the head's key: the same first page
         if value is None:
             head.host_children = {child.key_bytes[:pb]: child}
             siblings = parent.host_children
             assert siblings is not None
-            siblings[ck[:pb]] = head
+            siblings[key] = head
         else:
             head.children[child.key_bytes[:pb]] = child
-            parent.children[ck[:pb]] = head
+            parent.children[key] = head
             host = self._host
             if host is not None and head.host_value is not None:
                 host.note_duplicate(head)
@@ -869,7 +912,7 @@ class RadixCache:
 
     def _evict(self, num_tokens: SupportsIndex) -> int:
         want = check_int("num_tokens", num_tokens, 1)
-        t0 = time.perf_counter()
+        t0 = _PERF_COUNTER()
         host = self._host
         victims = self._driver.evict(want) if host is None else self._evict_to_host(want)
         freed = 0
@@ -892,7 +935,7 @@ class RadixCache:
         st.evict_calls += 1
         st.evicted_tokens += freed
         st.evicted_nodes += len(victims)
-        st.eviction_seconds += time.perf_counter() - t0
+        st.eviction_seconds += _PERF_COUNTER() - t0
         return freed
 
     def _evict_to_host(self, want: int) -> list[TreeNode]:

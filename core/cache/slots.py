@@ -14,15 +14,20 @@ between host and device. Only this module knows which.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import torch
 
 from radix_evict.cache.args import SlotDevice
+from radix_evict.cache.ownership import cpu_loops
 from radix_evict.cache.pool import Allocator, KVPool
 
 SlotArray = np.ndarray | torch.Tensor
+# Read once: a compiled module reads a Final from a C global, not through ``np``'s dict.
+_EMPTY: Final = np.empty
+_INT64: Final = np.dtype(np.int64)
+_FROM_NUMPY: Final = torch.from_numpy
 
 
 def frees_like_kvpool(pool: Allocator) -> bool:
@@ -63,6 +68,8 @@ class SlotStorage:
         self._offsets: Any = offsets.numpy() if on_cpu else offsets
         # A KVPool spells pages out from its slot table; other allocators get a broadcast.
         self._page_slots: Any = pool.page_slots if isinstance(pool, KVPool) else None
+        # On cpu, the C page loops spell out any number of nodes' pages in one pass.
+        self._loops: Any = cpu_loops(on_cpu)
         self.empty: Any = (
             np.empty(0, dtype=np.int64)
             if on_cpu
@@ -82,11 +89,10 @@ class SlotStorage:
             return self.empty
         idx: Any = indices.numpy() if self.on_cpu else indices
         part = idx[start:stop]
-        what = f"insert: indices[{start}:{stop}]"
         pool = self._kvpool
         if pool is not None:
-            return pool.caller_pages(part, what)
-        return self._untracked_pages(part, what)
+            return pool.caller_pages(part, "insert: indices", start, stop)
+        return self._untracked_pages(part, f"insert: indices[{start}:{stop}]")
 
     def adopt(self, entries: Any) -> None:
         """The tree now owns the claimed ``entries``."""
@@ -143,8 +149,16 @@ class SlotStorage:
         return value[:k], value[k:]
 
     def slots(self, values: list[Any]) -> Any:
-        """The slots behind ``values``, joined, as numpy (cpu) or a tensor."""
+        """The slots behind ``values``, joined, as numpy (cpu) or a tensor (a new array)."""
         P = self.page_size
+        loops = self._loops
+        if loops is not None:
+            total = 0
+            for v in values:
+                total += len(v)
+            out = _EMPTY(total * P, _INT64)
+            loops.page_slots(values, P, out)
+            return out
         if len(values) > 1:
             joined = np.concatenate(values) if self.on_cpu else torch.cat(values)
         elif P == 1:  # a node's own array: hand out a copy
@@ -160,7 +174,7 @@ class SlotStorage:
     def to_tensor(self, values: list[Any]) -> torch.Tensor:
         """A new int64 tensor of the slots behind ``values``, on the pool's device."""
         out = self.slots(values)
-        return torch.from_numpy(out) if self.on_cpu else out
+        return _FROM_NUMPY(out) if self.on_cpu else out
 
     def release(self, values: list[Any]) -> None:
         """Give the slots behind the tree's ``values`` back to the pool."""

@@ -9,16 +9,21 @@ numpy find where two keys diverge.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import torch
+
+from radix_evict.cache.compiled import page_kernel
 
 TOKEN_BYTES = 8  # keys are stored as int64
 
 TokenKey = Sequence[int] | np.ndarray | torch.Tensor
 
 _INT64 = np.dtype(np.int64)  # numpy's shared descriptor: an identity test finds the usual case
+_NDARRAY: Final = np.ndarray  # (a Final: a compiled module reads it from a C global)
+# The C page loops (None: not built, or the interpreted build): common_prefix_len's loop.
+_LOOPS: Any = page_kernel()
 
 
 class TreeNode:
@@ -98,7 +103,7 @@ def as_token_array(tokens: Any, what: str = "tokens") -> np.ndarray:
     Accepts a sequence of ints, a numpy integer array or an integer torch
     tensor. Floats, bools and other types are errors, never truncated.
     """
-    if type(tokens) is np.ndarray and tokens.dtype is _INT64 and tokens.ndim == 1:
+    if type(tokens) is _NDARRAY and tokens.dtype is _INT64 and tokens.ndim == 1:
         return tokens
     if isinstance(tokens, torch.Tensor):
         if tokens.dtype == torch.bool or tokens.dtype.is_floating_point or tokens.is_complex():
@@ -140,11 +145,12 @@ def key_view(arr: np.ndarray, n: int) -> memoryview:
     against the caller's array in place: a 10k-token prompt is never copied
     just to be looked up.
     """
-    head = arr if n == len(arr) else arr[:n]
     try:
-        return memoryview(head).cast("B")  # type: ignore[arg-type]
+        view = memoryview(arr).cast("B")  # type: ignore[arg-type]
     except TypeError:  # not contiguous (a strided view): the one case that copies
-        return memoryview(np.ascontiguousarray(head)).cast("B")  # type: ignore[arg-type]
+        view = memoryview(np.ascontiguousarray(arr[:n])).cast("B")  # type: ignore[arg-type]
+    # Cut as a memoryview: a numpy slice would be one more array to export.
+    return view if n == len(arr) else view[: n * TOKEN_BYTES]
 
 
 def common_prefix_len(node_key: bytes, key: memoryview, offset: int) -> int:
@@ -154,6 +160,8 @@ def common_prefix_len(node_key: bytes, key: memoryview, offset: int) -> int:
         return (
             rest // TOKEN_BYTES
         )  # the key ends inside the node: the common case of a split insert
+    if _LOOPS is not None:
+        return int(_LOOPS.common_prefix(node_key, key, offset))
     x = np.frombuffer(node_key, dtype=np.int64)
     y = np.frombuffer(key, dtype=np.int64, offset=offset)
     n = min(len(x), len(y))

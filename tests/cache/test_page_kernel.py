@@ -19,6 +19,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from radix_evict import KVPool
 from radix_evict.cache import compiled
 from radix_evict.cache.ownership import PageOwners
 
@@ -171,3 +172,121 @@ def test_the_kernel_refuses_arrays_of_the_wrong_type() -> None:
         KERNEL.callers_only(  # type: ignore[union-attr]
             fast.stack, fast.stack, fast._mark, np.zeros(1, dtype=np.int64), 0
         )
+
+
+# ------------------------------------------------------------------ slots <-> pages
+# The pool's conversions between slots and pages (``KVPool.caller_pages``, ``page_slots``,
+# ``parts_slots``), through the C loops and through numpy, on twin pools.
+
+def pool_twins(size: int, page_size: int) -> list[KVPool]:
+    """A pool with the C loops (where built) and one where numpy does everything."""
+    slow = KVPool(size, page_size=page_size, device="cpu")
+    slow._loops = None
+    slow.owners._kernel = None
+    slow.owners.loops = None
+    pools = [slow]
+    if KERNEL is not None:
+        fast = KVPool(size, page_size=page_size, device="cpu")
+        assert fast._loops is not None and fast.owners._kernel is not None
+        pools.insert(0, fast)
+    return pools
+
+
+def on_pools(pools: list[KVPool], method: str, *args: Any) -> Any:
+    """``method(*args)`` on each pool: its result as a list, or the error; the same for all."""
+    got = []
+    for pool in pools:
+        try:
+            out = getattr(pool, method)(*[a.copy() if isinstance(a, np.ndarray) else a
+                                          for a in args])
+            got.append(host(out) if isinstance(out, np.ndarray) else out)
+        except ValueError as e:
+            got.append(f"ValueError: {e}")
+    assert all(g == got[0] for g in got), (method, args, got)
+    return got[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_slot_rows_are_checked_alike_by_the_c_loops_and_numpy(data: st.DataObject) -> None:
+    P = data.draw(st.sampled_from([1, 2, 4, 16]))
+    num_pages = 12
+    pools = pool_twins(num_pages * P, P)
+    held: list[np.ndarray] = []
+    for _ in range(data.draw(st.integers(1, 12))):
+        op = data.draw(st.sampled_from(["alloc", "free", "check", "spell"]))
+        if op == "alloc":
+            k = data.draw(st.integers(0, num_pages - pools[0].owners.head))
+            rows = [pool.alloc(k * P) for pool in pools]
+            assert all(r is not None and r.tolist() == rows[0].tolist() for r in rows)
+            if k:
+                held.append(rows[0].numpy().copy())
+        elif op == "free" and held:
+            row = held.pop(data.draw(st.integers(0, len(held) - 1)))
+            assert on_pools(pools, "free", torch.from_numpy(row)) is None
+        elif op == "spell":  # pages to slots, one array or several
+            parts = [np.array(data.draw(st.lists(st.integers(0, num_pages - 1), max_size=5)),
+                              dtype=np.int64) for _ in range(data.draw(st.integers(1, 3)))]
+            want = [s for part in parts for p in part.tolist() for s in range(p * P, p * P + P)]
+            assert on_pools(pools, "page_slots", parts[0]) == want[: len(parts[0]) * P]
+            assert on_pools(pools, "parts_slots", parts) == want
+        else:  # a row of slots from anywhere: a caller's, broken, outside, strided, repeated
+            known = [int(s) for row in held for s in row] or [0]
+            slot = st.one_of(st.integers(-P, (num_pages + 1) * P), st.sampled_from(known))
+            row = np.array(data.draw(st.lists(slot, max_size=4 * P)), dtype=np.int64)
+            if held and data.draw(st.booleans()):
+                row = data.draw(st.sampled_from(held))
+                cut = data.draw(st.integers(0, len(row) // P)) * P
+                row = np.concatenate([row[cut:], row[:cut]])  # whole pages, reordered
+                if data.draw(st.booleans()):
+                    row = row.copy()
+                    row[data.draw(st.integers(0, len(row) - 1))] += data.draw(
+                        st.sampled_from([-1, 1, P]))
+            if data.draw(st.booleans()):  # the same slots read with a stride
+                spread = np.zeros(2 * len(row), dtype=np.int64)
+                spread[::2] = row
+                row = spread[::2]
+            on_pools(pools, "caller_pages", row, "check", 3, 7)
+        states = [pool.owners.states().tolist() for pool in pools]
+        assert all(s == states[0] for s in states)
+        assert len({pool.owners.head for pool in pools}) == 1
+
+
+def test_a_refused_row_names_its_slice_only_when_it_fails() -> None:
+    pools = pool_twins(64, 16)
+    row = np.arange(16, 48, dtype=np.int64)
+    for pool in pools:
+        pool.alloc(48)
+    assert on_pools(pools, "caller_pages", row, "insert: indices", 16, 48) == [1, 2]
+    row[20] = 0
+    assert on_pools(pools, "caller_pages", row, "insert: indices", 16, 48) == (
+        "ValueError: insert: indices[16:48]: slots are not whole, aligned pages of 16 "
+        "(each page is its slots in order, as alloc hands them out)")
+
+
+@NEEDS_KERNEL
+def test_common_prefix_counts_whole_tokens_from_the_offset() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        a = rng.integers(0, 3, size=int(rng.integers(0, 12)), dtype=np.int64)
+        b = rng.integers(0, 3, size=int(rng.integers(0, 12)), dtype=np.int64)
+        off = int(rng.integers(0, len(b) + 1))
+        n = min(len(a), len(b) - off)
+        diff = np.flatnonzero(a[:n] != b[off : off + n])
+        want = int(diff[0]) if len(diff) else n
+        view = memoryview(b).cast("B")
+        assert KERNEL.common_prefix(a.tobytes(), view, off * 8) == want  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="not whole tokens"):
+        KERNEL.common_prefix(b"12345678", b"1234567", 0)  # type: ignore[union-attr]
+
+
+@NEEDS_KERNEL
+def test_the_page_loops_refuse_outputs_too_small() -> None:
+    with pytest.raises(ValueError, match="out holds 1 pages, 2 needed"):
+        KERNEL.pages_of(np.arange(8, dtype=np.int64), 4, 8,  # type: ignore[union-attr]
+                        np.empty(1, dtype=np.int64))
+    with pytest.raises(ValueError, match="more needed"):
+        KERNEL.page_slots([np.arange(3, dtype=np.int64)], 4,  # type: ignore[union-attr]
+                          np.empty(8, dtype=np.int64))
+    with pytest.raises(TypeError, match="takes exactly 3 arguments"):
+        KERNEL.page_slots([], 4)  # type: ignore[union-attr]
