@@ -8,8 +8,9 @@
  * the rest of an insert; these loops do the same checks in one pass.
  *
  * Arrays come through the buffer protocol, one-dimensional, any stride:
- * tag and mark int32, stack, pages and slots int64. Nothing here allocates:
- * where a loop writes a new array (pages_of, page_slots), the caller passes it.
+ * tag and mark int32, stack, pages and slots int64. Nothing here allocates a
+ * Python object: where a loop writes a new array (pages_of, page_slots), the
+ * caller passes it (free_slots keeps the pages of a long row in a scratch buffer).
  *
  * Beside the owner checks, the two conversions between slots and pages that
  * every request makes on a cpu pool: pages_of checks that slots are whole,
@@ -477,6 +478,72 @@ fail_tag:
     return NULL;
 }
 
+/* free_slots(tag, stack, mark, slots, page_size, head) -> new head, or -1
+ *
+ * KVPool.free in one call: caller_slots' checks on `slots`, then their pages
+ * pushed back on the free list in front of `head`, as push does. -1 (nothing
+ * changed) where a check fails: KVPool.free then names the culprits.
+ */
+static PyObject *free_slots(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *tag_o, *stack_o, *mark_o, *slots_o;
+    Py_ssize_t P, head;
+    if (parse_args("free_slots", args, nargs, "OOOOnn", &tag_o, &stack_o, &mark_o, &slots_o, &P,
+                   &head) < 0)
+        return NULL;
+    if (P < 1) {
+        PyErr_Format(PyExc_ValueError, "page_size %zd < 1", P);
+        return NULL;
+    }
+    Array tag, stack, mark, slots;
+    if (array_open(tag_o, &tag, 4, 1, "tag") < 0)
+        return NULL;
+    if (array_open(stack_o, &stack, 8, 1, "stack") < 0)
+        goto fail_tag;
+    if (array_open(mark_o, &mark, 4, 1, "mark") < 0)
+        goto fail_stack;
+    if (array_open(slots_o, &slots, 8, 0, "slots") < 0)
+        goto fail_mark;
+    PyObject *result = NULL;
+    Array pages = slots; /* at page size 1 the slots are the pages */
+    int64_t small[64];
+    int64_t *buf = NULL;
+    Py_ssize_t k = slots.n / P;
+    if (P > 1) {
+        buf = k <= 64 ? small : PyMem_Malloc((size_t)(k ? k : 1) * sizeof(int64_t));
+        if (buf == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        pages.buf = (char *)buf;
+        pages.n = k;
+        pages.stride = 8;
+        k = slots_to_pages(&slots, P, tag.n * P, &pages);
+    }
+    if (k < 0 || k > head || !callers_check(&tag, &stack, &mark, &pages, head)) {
+        result = PyLong_FromLong(-1);
+    } else {
+        push_part(&tag, &stack, &pages, head - k);
+        result = PyLong_FromSsize_t(head - k);
+    }
+done:
+    if (buf != NULL && buf != small)
+        PyMem_Free(buf);
+    PyBuffer_Release(&slots.view);
+    PyBuffer_Release(&mark.view);
+    PyBuffer_Release(&stack.view);
+    PyBuffer_Release(&tag.view);
+    return result;
+
+fail_mark:
+    PyBuffer_Release(&mark.view);
+fail_stack:
+    PyBuffer_Release(&stack.view);
+fail_tag:
+    PyBuffer_Release(&tag.view);
+    return NULL;
+}
+
 /* page_slots(parts, page_size, out) -> the slots written
  *
  * The slots of the pages of every array in `parts`, in order, written to the front
@@ -599,6 +666,9 @@ static PyMethodDef methods[] = {
     {"caller_slots", (PyCFunction)(void (*)(void))caller_slots, METH_FASTCALL,
      "caller_slots(tag, stack, mark, slots, page_size, head, out) -> k, or -1 unless slots "
      "are whole aligned pages of the pool, each a caller's, once (their pages in out[:k])."},
+    {"free_slots", (PyCFunction)(void (*)(void))free_slots, METH_FASTCALL,
+     "free_slots(tag, stack, mark, slots, page_size, head) -> new head, or -1 (nothing "
+     "changed) unless slots are whole aligned pages of the pool, each a caller's, once."},
     {"pages_of", (PyCFunction)(void (*)(void))pages_of, METH_FASTCALL,
      "pages_of(slots, page_size, size, out) -> k, or -1 unless slots are whole aligned pages "
      "of the pool (their pages written to out[:k])."},
@@ -619,7 +689,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_page_kernel",
-    "The per-page loops of PageOwners on a cpu pool (see ownership.py).", -1, methods,
+    "The per-page loops of a cpu pool: owner checks (ownership.py), slots to pages and "
+    "back (pool.py, slots.py), common prefixes (tree.py).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 

@@ -29,8 +29,10 @@ COMPILED_MODULES: tuple[str, ...] = (
     "radix_cache",
 )
 
-# The per-page loops of the pool's owner checks, in C (``_page_kernel.c``): built with the
-# modules above, used by ``ownership.PageOwners`` on cpu pools, numpy standing in without it.
+# The per-page loops of the pool's owner checks and of its conversions between slots and
+# pages, in C (``_page_kernel.c``): built with the modules above, used on cpu pools by
+# ``ownership.PageOwners``, ``KVPool`` and ``SlotStorage`` (and by ``tree.common_prefix_len``),
+# numpy standing in without it.
 PAGE_KERNEL = "_page_kernel"
 
 # Set to 1, the interpreted modules (and numpy for the page loops) are used even where

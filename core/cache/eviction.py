@@ -24,7 +24,7 @@ import numbers
 from collections.abc import Callable
 from typing import Any, Final
 
-from radix_evict.cache.tree import TOKEN_BYTES, TreeNode
+from radix_evict.cache.tree import TOKEN_BYTES, TreeNode, children_to_scan
 from radix_evict.errors import PolicyError
 from radix_evict.policies.contract import EvictionPolicy, callbacks_of
 
@@ -107,6 +107,9 @@ class EvictionDriver:
         # The policy's on_evict callback, if it defines one (looked up once).
         self._on_evict: Callable[[TreeNode], Any] | None = callbacks_of(policy).on_evict
         self._page_bytes = page_size * TOKEN_BYTES
+        # A victim's key is found among this few siblings by identity, not sliced from its
+        # own key and hashed again.
+        self._scan_children = children_to_scan(page_size)
         self._heap: list[_Entry] = []
         self._seq = 0
         self._compact_at = 4096
@@ -220,6 +223,7 @@ class EvictionDriver:
         heap = self._heap
         pop = _HEAPPOP
         pb = self._page_bytes
+        scan = self._scan_children
         on_evict = self._on_evict
         host_tier = self._host_tier
         freed = 0
@@ -246,14 +250,23 @@ class EvictionDriver:
                     _HEAPPUSH(heap, entry)
                     self._undo_evict(victims, parents, popped)
                     raise
-            first = node.key_bytes[:pb]
             if host_tier:
+                first = node.key_bytes[:pb]
                 siblings = parent.host_children
                 assert siblings is not None
                 del siblings[first]
                 node.parent = None
             else:
-                del parent.children[first]
+                kids = parent.children
+                first = b""
+                if len(kids) <= scan:  # the key it is filed under, hashed already: no copy
+                    for key, kid in kids.items():
+                        if kid is node:
+                            first = key
+                            break
+                if not first:
+                    first = node.key_bytes[:pb]
+                del kids[first]
                 if kept:
                     siblings = parent.host_children
                     if siblings is None:

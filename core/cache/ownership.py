@@ -22,7 +22,10 @@ slower exact check, and only a misuse raises.
 On a cpu pool the per-page loops run in C (``_page_kernel.c``, one pass
 where numpy makes several: on the request path that is most of an insert's
 cost); the numpy version here runs on other devices and in the interpreted
-build, and names the culprits whenever a check fails.
+build, and names the culprits whenever a check fails. The same loops turn a
+caller's row of slots into its pages and check them in one call
+(:meth:`PageOwners.caller_slots`, and :meth:`PageOwners.free_slots` for a
+whole ``free``); ``KVPool`` spells pages out as slots with them.
 """
 
 from __future__ import annotations
@@ -195,6 +198,21 @@ class PageOwners:
         if loops.pages_of(slots, P, self.num_pages * P, pages) < 0:
             return None
         return pages if self._callers_only(pages) else None
+
+    def free_slots(self, slots: Any) -> bool:
+        """Free a caller's ``slots`` (a cpu int64 array) in one pass of the C loops, if they
+        are whole, aligned pages of the pool, each a caller's and listed once; False,
+        changing nothing, otherwise or without the loops (``KVPool.free`` then decides).
+        """
+        kernel = self._kernel
+        if kernel is None:
+            return False
+        head = kernel.free_slots(self.tag, self.stack, self._mark, slots, self.page_size,
+                                 self.head)
+        if head < 0:
+            return False
+        self.head = head
+        return True
 
     def callers_ok(self, pages: Any) -> bool:
         """``check_caller``'s verdict, without naming anything."""

@@ -153,8 +153,10 @@ class KVPool:
         twice, already free, or owned by a cache node (the cache frees those).
         """
         self.slot_device.check("KVPool.free: indices", indices)
-        what = "KVPool.free: indices"
-        self.owners.push(self.caller_pages(self.host_view(indices), what))
+        idx = self.host_view(indices)
+        if self._loops is not None and self.owners.free_slots(idx):  # checked and freed in C
+            return
+        self.owners.push(self.caller_pages(idx, "KVPool.free: indices"))
 
     # The cache's side: pages move caller -> cache node -> pool, each move checked.
     def caller_pages(self, idx: Any, what: str, start: int = -1, stop: int = -1) -> Any:

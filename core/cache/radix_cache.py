@@ -29,6 +29,7 @@ from radix_evict.cache.tree import (
     TokenKey,
     TreeNode,
     as_token_array,
+    children_to_scan,
     common_prefix_len,
     key_view,
 )
@@ -125,10 +126,8 @@ class RadixCache:
         self.pool = pool
         self.page_size = pool_page
         self._slots = SlotStorage(pool)
-        # A walk finds a child among this few by comparing first pages in place, among more
-        # through the children's dict (a page's bytes copied and hashed): with pages of 512
-        # tokens a hash costs about what ten compares do; below 64 the dict always wins.
-        self._scan_children = pool_page * TOKEN_BYTES // 400
+        # A walk finds a child among this few by comparing first pages in place.
+        self._scan_children = children_to_scan(pool_page)
         self._slot_device = self._slots.slot_device
         self.device = self._slot_device.device
         self.stats = CacheStats()

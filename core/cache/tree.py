@@ -26,6 +26,17 @@ _NDARRAY: Final = np.ndarray  # (a Final: a compiled module reads it from a C gl
 _LOOPS: Any = page_kernel()
 
 
+def children_to_scan(page_size: int) -> int:
+    """How many children a lookup compares in place before it asks the children's dict.
+
+    A node's children are filed under their first page's bytes. Among a few,
+    comparing first pages in place (``bytes.startswith``, no copy) beats
+    copying the page out of the key and hashing it: with pages of 512 tokens a
+    hash costs about what ten compares do; below 64 tokens the dict always wins.
+    """
+    return page_size * TOKEN_BYTES // 400
+
+
 class TreeNode:
     """One radix-tree node: a run of tokens and the KV slots that hold them.
 

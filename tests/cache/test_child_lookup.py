@@ -1,5 +1,6 @@
 """A walk down the tree finds the same child however it looks: by scanning a node's few
-children and comparing first pages in place, or through the children's dict.
+children and comparing first pages in place, or through the children's dict (and an
+eviction unlinks its victim alike, found among its siblings or by its sliced key).
 
 With large pages ``match_prefix`` and ``insert`` compare first pages in place
 among a node's few children (a page's bytes need no copy and no hash), and
@@ -30,6 +31,7 @@ def replay(page: int, scan: int | None, seed: int) -> list[object]:
     cache = RadixCache(pool, policy="lru")
     if scan is not None:
         cache._scan_children = scan
+        cache._driver._scan_children = scan  # how an eviction finds its victim's key
     bases = [rng.integers(0, 3, size=6 * page) for _ in range(3)]  # shared prefixes
     seen: list[object] = []
     for step in range(60):

@@ -230,7 +230,8 @@ def test_slot_rows_are_checked_alike_by_the_c_loops_and_numpy(data: st.DataObjec
             want = [s for part in parts for p in part.tolist() for s in range(p * P, p * P + P)]
             assert on_pools(pools, "page_slots", parts[0]) == want[: len(parts[0]) * P]
             assert on_pools(pools, "parts_slots", parts) == want
-        else:  # a row of slots from anywhere: a caller's, broken, outside, strided, repeated
+        else:  # a row of slots from anywhere (a caller's, broken, outside, strided, repeated),
+            # checked as an insert's or freed
             known = [int(s) for row in held for s in row] or [0]
             slot = st.one_of(st.integers(-P, (num_pages + 1) * P), st.sampled_from(known))
             row = np.array(data.draw(st.lists(slot, max_size=4 * P)), dtype=np.int64)
@@ -246,7 +247,11 @@ def test_slot_rows_are_checked_alike_by_the_c_loops_and_numpy(data: st.DataObjec
                 spread = np.zeros(2 * len(row), dtype=np.int64)
                 spread[::2] = row
                 row = spread[::2]
-            on_pools(pools, "caller_pages", row, "check", 3, 7)
+            if data.draw(st.booleans()):
+                on_pools(pools, "caller_pages", row, "check", 3, 7)
+            elif on_pools(pools, "free", torch.from_numpy(row)) is None:  # freed: not held
+                gone = {int(s) for s in row}
+                held = [r for r in held if not gone & {int(s) for s in r}]
         states = [pool.owners.states().tolist() for pool in pools]
         assert all(s == states[0] for s in states)
         assert len({pool.owners.head for pool in pools}) == 1
