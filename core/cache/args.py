@@ -75,6 +75,7 @@ def check_number(
 # Read once: a compiled module reads a Final from a C global, not through ``torch``'s dict.
 _TENSOR: Final = torch.Tensor
 _TORCH_INT64: Final = torch.int64
+_INT64: Final = np.dtype(np.int64)  # numpy's shared descriptor: an identity test finds it
 
 
 class SlotDevice:
@@ -116,6 +117,33 @@ class SlotDevice:
                 f"tokens and {what} differ in length ({length} != {slots.shape[0]}): "
                 "one KV slot per token"
             )
+
+    def host_array(self, what: str, slots: Any, length: int = -1) -> Any:
+        """``check``, and the array the pool computes with: int64 numpy on cpu, else ``slots``.
+
+        On cpu the usual case is one ``Tensor.numpy()`` call and numpy's cheap
+        attribute reads, where ``check`` and a conversion after it would make
+        five calls into torch on every request's path. Any other input goes
+        through ``check`` and its messages; integer slots of another width are
+        widened to int64, which the pool's loops take.
+        """
+        if self.on_cpu and type(slots) is _TENSOR:
+            try:
+                arr = slots.numpy()
+            except Exception:  # (another device, or no numpy view): check says what is wrong
+                arr = None
+            if (
+                arr is not None
+                and arr.dtype is _INT64
+                and arr.ndim == 1
+                and (length < 0 or len(arr) == length)
+            ):
+                return arr
+        self.check(what, slots, length)
+        if not self.on_cpu:
+            return slots if slots.dtype is _TORCH_INT64 else slots.long()
+        arr = slots.numpy()
+        return arr if arr.dtype is _INT64 else arr.astype(np.int64)
 
     def __repr__(self) -> str:
         return f"SlotDevice({str(self.device)!r})"

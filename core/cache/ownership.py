@@ -111,6 +111,16 @@ class PageOwners:
         self.head = 0
         # The C loops take int32 tags (so, up to two billion pages) and cpu arrays.
         self._kernel: Any = _KERNEL if on_cpu and kind == torch.int32 else None
+        # What the C loops are handed for the three arrays: memoryviews made once, which
+        # re-export their buffer for a fraction of what a numpy array's export costs
+        # (three exports on every call, several calls a request).
+        self._tag_buf: Any = None
+        self._stack_buf: Any = None
+        self._mark_buf: Any = None
+        if self._kernel is not None:
+            self._tag_buf = tag.numpy().data
+            self._stack_buf = stack.numpy().data
+            self._mark_buf = mark.numpy().data
         # Its loops that read no tags (slots to pages and back), for any cpu pool.
         self.loops: Any = cpu_loops(on_cpu)
 
@@ -127,7 +137,7 @@ class PageOwners:
         if k == 0:
             return
         if self._kernel is not None:
-            self.head = self._kernel.push(self.tag, self.stack, [pages], self.head)
+            self.head = self._kernel.push(self._tag_buf, self._stack_buf, [pages], self.head)
             return
         h = self.head - k
         self.stack[h : h + k] = pages
@@ -137,7 +147,7 @@ class PageOwners:
     def adopt(self, pages: Any) -> None:
         """A cache node owns the caller's ``pages`` (checked by ``check_caller``)."""
         if self._kernel is not None:
-            self._kernel.adopt(self.tag, pages)
+            self._kernel.adopt(self._tag_buf, pages)
         else:
             self.tag[pages] = CACHED_TAG
 
@@ -151,7 +161,7 @@ class PageOwners:
             return
         kernel = self._kernel
         if kernel is not None:
-            head = kernel.release(self.tag, self.stack, parts, self.head)
+            head = kernel.release(self._tag_buf, self._stack_buf, parts, self.head)
             if head >= 0:
                 self.head = head
                 return
@@ -189,7 +199,9 @@ class PageOwners:
         kernel = self._kernel
         if kernel is not None:
             pages = _EMPTY(len(slots) // P, _INT64)
-            k = kernel.caller_slots(self.tag, self.stack, self._mark, slots, P, self.head, pages)
+            k = kernel.caller_slots(
+                self._tag_buf, self._stack_buf, self._mark_buf, slots, P, self.head, pages
+            )
             return pages if k >= 0 else None
         loops = self.loops
         if loops is None:
@@ -207,8 +219,9 @@ class PageOwners:
         kernel = self._kernel
         if kernel is None:
             return False
-        head = kernel.free_slots(self.tag, self.stack, self._mark, slots, self.page_size,
-                                 self.head)
+        head = kernel.free_slots(
+            self._tag_buf, self._stack_buf, self._mark_buf, slots, self.page_size, self.head
+        )
         if head < 0:
             return False
         self.head = head
@@ -219,8 +232,11 @@ class PageOwners:
         if len(pages) == 0:
             return True
         if self._kernel is not None:
-            return bool(self._kernel.callers_only(self.tag, self.stack, self._mark, pages,
-                                                  self.head))
+            return bool(
+                self._kernel.callers_only(
+                    self._tag_buf, self._stack_buf, self._mark_buf, pages, self.head
+                )
+            )
         return self._callers_only(pages)
 
     def check_cached(self, pages: Any, what: str) -> None:

@@ -152,15 +152,14 @@ class KVPool:
         Raises, freeing nothing, on a slot that is outside the pool, listed
         twice, already free, or owned by a cache node (the cache frees those).
         """
-        self.slot_device.check("KVPool.free: indices", indices)
-        idx = self.host_view(indices)
+        idx = self.slot_device.host_array("KVPool.free: indices", indices)
         if self._loops is not None and self.owners.free_slots(idx):  # checked and freed in C
             return
         self.owners.push(self.caller_pages(idx, "KVPool.free: indices"))
 
     # The cache's side: pages move caller -> cache node -> pool, each move checked.
     def caller_pages(self, idx: Any, what: str, start: int = -1, stop: int = -1) -> Any:
-        """The pages of the slots ``idx`` (a 1-D int64 array from ``host_view``), checked.
+        """The pages of the slots ``idx`` (an int64 array from ``SlotDevice.host_array``), checked.
 
         Raises ValueError naming ``what`` (``what[start:stop]`` when ``start``
         is given: the name is built only for an error) and the culprits unless
@@ -231,13 +230,6 @@ class KVPool:
                 "(each page is its slots in order, as alloc hands them out)"
             )
         return pages
-
-    def host_view(self, indices: torch.Tensor) -> Any:
-        """``indices`` as the array type the pool computes with (numpy on cpu)."""
-        if self.slot_device.on_cpu:
-            arr = indices.numpy()
-            return arr if arr.dtype is _INT64 else arr.astype(np.int64)
-        return indices.long()
 
     def free_mask(self) -> np.ndarray:
         """One flag per slot, True where the slot is free (for checks and tests; O(size))."""

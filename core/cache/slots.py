@@ -76,9 +76,10 @@ class SlotStorage:
             else torch.empty(0, dtype=torch.int64, device=self.slot_device.device)
         )
 
-    def claim(self, indices: torch.Tensor, start: int, stop: int) -> Any:
-        """The entries of ``indices[start:stop]``, checked fit for the tree to take or free.
+    def claim(self, idx: Any, start: int, stop: int) -> Any:
+        """The entries of ``idx[start:stop]``, checked fit for the tree to take or free.
 
+        ``idx`` is the caller's slots as ``SlotDevice.host_array`` hands them over.
         Raises ValueError naming the slots unless they are whole aligned pages
         in the pool that the caller holds, each once (see the class docstring
         for a foreign allocator). Nothing changes owner here: ``adopt`` and
@@ -87,7 +88,6 @@ class SlotStorage:
         """
         if start >= stop:
             return self.empty
-        idx: Any = indices.numpy() if self.on_cpu else indices
         part = idx[start:stop]
         pool = self._kvpool
         if pool is not None:

@@ -16,14 +16,14 @@ import torch
 
 from radix_evict.cache.compiled import page_kernel
 
-TOKEN_BYTES = 8  # keys are stored as int64
+TOKEN_BYTES: Final = 8  # keys are stored as int64 (Final: compiled code reads a constant)
 
 TokenKey = Sequence[int] | np.ndarray | torch.Tensor
 
-_INT64 = np.dtype(np.int64)  # numpy's shared descriptor: an identity test finds the usual case
+_INT64: Final = np.dtype(np.int64)  # numpy's shared descriptor: an identity test finds it
 _NDARRAY: Final = np.ndarray  # (a Final: a compiled module reads it from a C global)
 # The C page loops (None: not built, or the interpreted build): common_prefix_len's loop.
-_LOOPS: Any = page_kernel()
+_LOOPS: Final[Any] = page_kernel()
 
 
 def children_to_scan(page_size: int) -> int:

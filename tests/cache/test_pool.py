@@ -141,3 +141,25 @@ def test_counts_accept_numpy_integers_and_reject_bools() -> None:
     assert slots is not None and len(slots) == 4
     with pytest.raises(TypeError, match="size must be an integer"):
         KVPool(size=True, device="cpu")
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.uint8])
+@pytest.mark.parametrize("page", [1, 4])
+def test_slots_of_another_integer_width_are_taken_as_int64(dtype: torch.dtype, page: int) -> None:
+    """insert and free take integer slots of any width (one conversion for both)."""
+    from radix_evict import RadixCache
+    from radix_evict.testing.invariants import check_cache
+
+    pool = KVPool(size=64, page_size=page, device="cpu")
+    cache = RadixCache(pool, page_size=page)
+    slots = pool.alloc(8 * page)
+    assert slots is not None
+    keep, spare = slots[: 4 * page], slots[4 * page :]
+    assert cache.insert(list(range(4 * page)), keep.to(dtype)) == 0
+    assert torch.equal(cache.match_prefix(list(range(4 * page))).indices, keep)
+    pool.free(spare.to(dtype))
+    assert pool.available_size() == 64 - 4 * page
+    check_cache(cache)
+    with pytest.raises(ValueError, match="owned by a cached node"):  # still checked as slots
+        pool.free(keep.to(dtype))
+    assert pool.available_size() == 64 - 4 * page

@@ -67,6 +67,37 @@ CASES: list[tuple[str, Callable[[Rig], Any], type[Exception], str]] = [
         "meta",
     ),
     ("list slots", lambda r: r.cache.insert([1, 2], [5, 6]), TypeError, "torch tensor"),
+    # prev_prefix_len covering the whole key: the slots are checked, though none is read.
+    (
+        "length mismatch, prefix covered",
+        lambda r: r.cache.insert([1, 2, 3], fresh(r, 2), prev_prefix_len=3),
+        ValueError,
+        "differ in length",
+    ),
+    (
+        "float slots, prefix covered",
+        lambda r: r.cache.insert([1, 2], torch.tensor([1.0, 2.0]), prev_prefix_len=2),
+        TypeError,
+        "integer",
+    ),
+    (
+        "list slots, prefix covered",
+        lambda r: r.cache.insert([1, 2], [5, 6], prev_prefix_len=2),
+        TypeError,
+        "torch tensor",
+    ),
+    (
+        "2-D slots",
+        lambda r: r.cache.insert([1, 2], fresh(r, 2).view(1, 2)),
+        ValueError,
+        "1-D",
+    ),
+    (
+        "slots that need grad",
+        lambda r: r.cache.insert([1, 2], torch.zeros(2, requires_grad=True)),
+        TypeError,
+        "integer",
+    ),
     (
         "negative prev_prefix_len",
         lambda r: r.cache.insert([1, 2], fresh(r, 2), prev_prefix_len=-1),
