@@ -27,7 +27,6 @@
 #include <stdarg.h>
 
 #define CACHED_TAG (-1)  /* ownership.CACHED_TAG */
-#define RELEASING_TAG (-2) /* a page seen once by the release now under way */
 
 typedef struct {
     Py_buffer view;
@@ -183,20 +182,6 @@ static PyObject *adopt(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
-/* Tag RELEASING each page of `part` that is in the pool and a node's; returns how many
- * were (all of them, or the index of the first that is not). */
-static Py_ssize_t mark_releasing(Array *tag, Array *part)
-{
-    const Py_ssize_t num = tag->n;
-    for (Py_ssize_t i = 0; i < part->n; i++) {
-        int64_t p = I64(*part, i);
-        if (p < 0 || p >= num || I32(*tag, p) != CACHED_TAG)
-            return i;
-        I32(*tag, p) = RELEASING_TAG;
-    }
-    return part->n;
-}
-
 /* Put the pages of `part` on the stack from position h up, each tagged with its position. */
 static Py_ssize_t push_part(Array *tag, Array *stack, Array *part, Py_ssize_t h)
 {
@@ -209,40 +194,25 @@ static Py_ssize_t push_part(Array *tag, Array *stack, Array *part, Py_ssize_t h)
     return h;
 }
 
-/* The number of pages in all of `parts` (arrays opened and closed one at a time), or -1. */
-static Py_ssize_t count_pages(PyObject *seq)
-{
-    Py_ssize_t total = 0;
-    for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(seq); j++) {
-        Array part;
-        if (array_open(PySequence_Fast_GET_ITEM(seq, j), &part, 8, 0, "pages") < 0)
-            return -1;
-        total += part.n;
-        PyBuffer_Release(&part.view);
-    }
-    return total;
-}
-
-/* Push every page of `parts` from position h up; the arrays opened already once. */
-static void push_parts(Array *tag, Array *stack, PyObject *seq, Py_ssize_t h)
-{
-    for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(seq); j++) {
-        Array part;
-        if (array_open(PySequence_Fast_GET_ITEM(seq, j), &part, 8, 0, "pages") < 0) {
-            PyErr_Clear(); /* opened fine a moment ago; nothing else can have changed it */
-            continue;
-        }
-        h = push_part(tag, stack, &part, h);
-        PyBuffer_Release(&part.view);
-    }
-}
-
-/* The arguments of push and release, (tag, stack, parts, head), opened. */
+/* The arguments of push and release, (tag, stack, parts, head), opened: every array of
+ * `parts` once (a buffer export costs about what a short loop does). */
+#define FEW_PARTS 8
 typedef struct {
     Array tag, stack;
-    PyObject *parts; /* PySequence_Fast of int64 arrays */
-    Py_ssize_t head;
+    Array few[FEW_PARTS]; /* the parts, when there are this few */
+    Array *parts;         /* `few`, or a PyMem block */
+    Py_ssize_t n_parts, opened, total, head;
 } FreeListCall;
+
+static void free_list_close(FreeListCall *c)
+{
+    for (Py_ssize_t j = 0; j < c->opened; j++)
+        PyBuffer_Release(&c->parts[j].view);
+    if (c->parts != c->few)
+        PyMem_Free(c->parts);
+    PyBuffer_Release(&c->stack.view);
+    PyBuffer_Release(&c->tag.view);
+}
 
 static int free_list_open(const char *name, PyObject *const *args, Py_ssize_t nargs,
                           FreeListCall *c)
@@ -250,26 +220,41 @@ static int free_list_open(const char *name, PyObject *const *args, Py_ssize_t na
     PyObject *tag_o, *stack_o, *parts_o;
     if (parse_args(name, args, nargs, "OOOn", &tag_o, &stack_o, &parts_o, &c->head) < 0)
         return -1;
-    c->parts = PySequence_Fast(parts_o, "parts must be a sequence of arrays");
-    if (c->parts == NULL)
+    PyObject *seq = PySequence_Fast(parts_o, "parts must be a sequence of arrays");
+    if (seq == NULL)
         return -1;
     if (array_open(tag_o, &c->tag, 4, 1, "tag") < 0)
-        goto fail_parts;
+        goto fail_seq;
     if (array_open(stack_o, &c->stack, 8, 1, "stack") < 0)
         goto fail_tag;
+    c->n_parts = PySequence_Fast_GET_SIZE(seq);
+    c->opened = c->total = 0;
+    c->parts = c->few;
+    if (c->n_parts > FEW_PARTS) {
+        c->parts = PyMem_Malloc((size_t)c->n_parts * sizeof(Array));
+        if (c->parts == NULL) {
+            PyErr_NoMemory();
+            goto fail_stack;
+        }
+    }
+    for (; c->opened < c->n_parts; c->opened++) {
+        Array *part = &c->parts[c->opened];
+        if (array_open(PySequence_Fast_GET_ITEM(seq, c->opened), part, 8, 0, "pages") < 0) {
+            free_list_close(c);
+            Py_DECREF(seq);
+            return -1;
+        }
+        c->total += part->n;
+    }
+    Py_DECREF(seq); /* the open buffers keep the arrays' memory */
     return 0;
+fail_stack:
+    PyBuffer_Release(&c->stack.view);
 fail_tag:
     PyBuffer_Release(&c->tag.view);
-fail_parts:
-    Py_DECREF(c->parts);
+fail_seq:
+    Py_DECREF(seq);
     return -1;
-}
-
-static void free_list_close(FreeListCall *c)
-{
-    PyBuffer_Release(&c->stack.view);
-    PyBuffer_Release(&c->tag.view);
-    Py_DECREF(c->parts);
 }
 
 /* push(tag, stack, parts, head) -> new head
@@ -283,13 +268,14 @@ static PyObject *push(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (free_list_open("push", args, nargs, &c) < 0)
         return NULL;
     PyObject *result = NULL;
-    Py_ssize_t total = count_pages(c.parts); /* -1: an error is set */
-    if (total > c.head) {
-        PyErr_Format(PyExc_ValueError, "push: %zd pages, but only %zd are handed out", total,
+    if (c.total > c.head) {
+        PyErr_Format(PyExc_ValueError, "push: %zd pages, but only %zd are handed out", c.total,
                      c.head);
-    } else if (total >= 0) {
-        push_parts(&c.tag, &c.stack, c.parts, c.head - total);
-        result = PyLong_FromSsize_t(c.head - total);
+    } else {
+        Py_ssize_t h = c.head - c.total;
+        for (Py_ssize_t j = 0; j < c.n_parts; j++)
+            h = push_part(&c.tag, &c.stack, &c.parts[j], h);
+        result = PyLong_FromSsize_t(c.head - c.total);
     }
     free_list_close(&c);
     return result;
@@ -299,54 +285,45 @@ static PyObject *push(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  *
  * A cache gives back its nodes' pages: every page of every array must be in
  * the pool, a node's, and listed once in the whole call; then they are
- * pushed as `push` does. A page seen is tagged RELEASING while the check
- * runs, so a repeat shows at once; a failed check puts the tags back.
+ * pushed as `push` does. One pass checks and pushes: a page is retagged with
+ * its new position as it goes on the stack, so a repeat no longer reads as a
+ * node's. The stack is written only below `head`, where no entry is read
+ * while `head` stays (a page there is a caller's whatever the stack holds),
+ * so a failed check just puts the tags it changed back.
  */
 static PyObject *release(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     FreeListCall c;
     if (free_list_open("release", args, nargs, &c) < 0)
         return NULL;
-    PyObject *result = NULL;
-    const Py_ssize_t n = PySequence_Fast_GET_SIZE(c.parts);
-    Py_ssize_t total = 0, bad_j = -1, bad_i = 0;
-    for (Py_ssize_t j = 0; j < n && bad_j < 0; j++) {
-        Array part;
-        if (array_open(PySequence_Fast_GET_ITEM(c.parts, j), &part, 8, 0, "pages") < 0) {
-            bad_j = j; /* the error stays set; none of this array's tags were touched */
-            break;
+    Py_ssize_t result = -1;
+    if (c.total <= c.head) { /* (more pages than are handed out: some page twice) */
+        const Py_ssize_t num = c.tag.n, start = c.head - c.total;
+        Py_ssize_t h = start, j = 0, i = 0;
+        for (; j < c.n_parts; j++) {
+            const Array *part = &c.parts[j];
+            for (i = 0; i < part->n; i++) {
+                const int64_t p = I64(*part, i);
+                if (p < 0 || p >= num || I32(c.tag, p) != CACHED_TAG)
+                    goto undo;
+                I64(c.stack, h) = p;
+                I32(c.tag, p) = (int32_t)h;
+                h++;
+            }
         }
-        Py_ssize_t done = mark_releasing(&c.tag, &part);
-        if (done < part.n) {
-            bad_j = j;
-            bad_i = done;
+        result = start;
+        goto done;
+    undo: /* the pages pushed before the culprit (parts 0..j-1, and part j up to i) */
+        for (Py_ssize_t jj = 0; jj <= j; jj++) {
+            const Array *part = &c.parts[jj];
+            const Py_ssize_t stop = jj == j ? i : part->n;
+            for (Py_ssize_t ii = 0; ii < stop; ii++)
+                I32(c.tag, I64(*part, ii)) = CACHED_TAG;
         }
-        total += part.n;
-        PyBuffer_Release(&part.view);
     }
-    if (bad_j < 0 && total > c.head)
-        bad_j = n; /* cannot happen while each page has one tag; undo all the same */
-    if (bad_j >= 0) {
-        /* Put back the tags seen before the culprit (the culprit's own was not touched). */
-        for (Py_ssize_t j = 0; j <= bad_j && j < n; j++) {
-            Array part;
-            if (PyErr_Occurred() && j == bad_j)
-                break; /* the array that failed to open */
-            if (array_open(PySequence_Fast_GET_ITEM(c.parts, j), &part, 8, 0, "pages") < 0)
-                break; /* opened fine a moment ago: cannot happen */
-            Py_ssize_t stop = j == bad_j ? bad_i : part.n;
-            for (Py_ssize_t i = 0; i < stop; i++)
-                I32(c.tag, I64(part, i)) = CACHED_TAG;
-            PyBuffer_Release(&part.view);
-        }
-        if (!PyErr_Occurred())
-            result = PyLong_FromLong(-1);
-    } else {
-        push_parts(&c.tag, &c.stack, c.parts, c.head - total);
-        result = PyLong_FromSsize_t(c.head - total);
-    }
+done:
     free_list_close(&c);
-    return result;
+    return PyLong_FromSsize_t(result);
 }
 
 /* The page of each page of `slots`, written to out[0:k] (k = len(slots) / page_size),

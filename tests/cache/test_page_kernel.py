@@ -142,6 +142,25 @@ def test_a_failed_release_frees_nothing_and_names_the_page() -> None:
     assert [(host(owners.tag), owners.head) for owners in tables] == before
 
 
+def test_a_release_of_many_nodes_is_checked_across_all_of_them() -> None:
+    """More arrays than the C loops keep on their stack: a repeat between far-apart
+    nodes is still found, and a whole release still frees every page."""
+    tables = twins()
+    nodes = [np.array([2 * i, 2 * i + 1], dtype=np.int64) for i in range(11)]
+    for owners in tables:
+        owners.pop(22)
+        owners.adopt(as_input(owners, np.concatenate(nodes)))
+    before = [(host(owners.tag), owners.head) for owners in tables]
+    repeated = [*nodes, nodes[1][1:]]
+    assert "slot 3 is listed more than once" in on_all(tables, "release", repeated, "r")
+    outside = [*nodes[:10], np.array([NUM_PAGES + 5], dtype=np.int64)]
+    assert "outside the pool" in on_all(tables, "release", outside, "r")
+    assert [(host(owners.tag), owners.head) for owners in tables] == before
+    assert on_all(tables, "release", nodes, "r") == "ok"
+    assert [owners.head for owners in tables] == [0] * len(tables)
+    same_state(tables)
+
+
 def test_releasing_nothing_changes_nothing() -> None:
     tables = twins()
     for owners in tables:
