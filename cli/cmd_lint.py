@@ -23,6 +23,10 @@ FormatOpt = Annotated[str, typer.Option(
     "--format", help="text, json, github (workflow annotations) or sarif (code scanning).")]
 StrictOpt = Annotated[bool, typer.Option(
     "--strict", help="Warnings fail too (what radix-evict knows beyond SGLang's own checks).")]
+OpenFilesOpt = Annotated[bool, typer.Option(
+    "--open-files", help="Also open the files a policy config names (a learned policy's "
+                         "weights) and check them, as the launch would: only where those paths "
+                         "are this machine's. Without it, only the paths' form is checked.")]
 
 
 def lint(
@@ -31,6 +35,7 @@ def lint(
     json_out: JsonOpt = False,
     fmt: FormatOpt = "text",
     strict: StrictOpt = False,
+    open_files: OpenFilesOpt = False,
 ) -> None:
     """Check SGLang's --radix-eviction-policy and --radix-eviction-policy-config, and vLLM's
     CPU offload policy in --kv-transfer-config, wherever set.
@@ -47,7 +52,7 @@ def lint(
     if fmt not in render.FORMATS:
         output.error(f"--format must be one of {', '.join(render.FORMATS)}, got {fmt!r}")
         raise typer.Exit(EXIT_USAGE)
-    report = lint_paths(files, strict=strict)
+    report = lint_paths(files, strict=strict, open_files=open_files)
     code = EXIT_CODES[report.outcome]
     if fmt == "json":
         output.emit_json(render.json_report(report))

@@ -7,6 +7,11 @@ cap per kind of file, UTF-8, and one error type that names the file and says
 what is wrong. Every JSON config goes through :func:`load_json`, which refuses
 nesting and numbers that would otherwise surface as a ``RecursionError`` or
 Python's integer-digits ``ValueError``.
+
+A file a *config* names (a policy's weights file) is opened only where the
+config is being used: a check made while linting (:func:`named_files_closed`)
+judges the launch of another machine, so :func:`may_open_named_files` is False
+there and a validator checks only the path's form.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +30,7 @@ from .errors import RadixEvictError
 
 __all__ = [
     "CONFIG_BYTES",
+    "CSV_BYTES",
     "JSON_MAX_DEPTH",
     "JSON_MAX_DIGITS",
     "LINT_BYTES",
@@ -33,6 +41,8 @@ __all__ = [
     "decode_utf8",
     "json_depth",
     "load_json",
+    "may_open_named_files",
+    "named_files_closed",
     "open_lines",
     "read_bytes",
     "read_json_file",
@@ -42,6 +52,7 @@ __all__ = [
 MIB = 2**20
 CONFIG_BYTES = 1 * MIB  # a policy config or a grid file: real ones are a few hundred bytes
 LINT_BYTES = 8 * MIB  # a serving config lint reads
+CSV_BYTES = 64 * MIB  # measured points for calibrate (a row is a few dozen bytes)
 RESULT_BYTES = 1024 * MIB  # a sweep's result file (a row is about 1 KiB)
 TRACE_BYTES = 16 * 1024 * MIB  # a request trace (Mooncake's are a few MB, production ones GBs)
 JSON_MAX_DEPTH = 200  # nesting levels; real configs use a handful
@@ -63,6 +74,30 @@ class InputFileError(InputError):
         super().__init__(type_, f"{os.fspath(path)}: {msg}")
         self.path = os.fspath(path)
         self.reason = msg
+
+
+# False inside named_files_closed(): a lint-time check opens no file a config names.
+_NAMED_FILES: ContextVar[bool] = ContextVar("radix_evict_named_files", default=True)
+
+
+def may_open_named_files() -> bool:
+    """Whether a config check may open the files the config names (a policy's weights).
+
+    False inside :func:`named_files_closed`: a validator then checks only the
+    value's form (a non-empty path), and a policy built there starts without the
+    file. Everywhere else (a run, ``validate``, the SGLang and vLLM adapters) True.
+    """
+    return _NAMED_FILES.get()
+
+
+@contextmanager
+def named_files_closed(closed: bool = True) -> Iterator[None]:
+    """Within: :func:`may_open_named_files` is ``not closed`` (lint's checks; per thread)."""
+    token = _NAMED_FILES.set(not closed)
+    try:
+        yield
+    finally:
+        _NAMED_FILES.reset(token)
 
 
 def _kind(mode: int) -> str:

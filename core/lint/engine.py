@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePath
 from typing import Any
 
+from radix_evict.inputs import named_files_closed
+
 from .argv import not_found_note, problem_at, resolve
 from .model import INVALID, UNCHECKED, Arg, Invocation, LintProblem, LintReport
 from .readers.dockerfile import dockerfile_invocations
@@ -84,10 +86,16 @@ def no_gc() -> Iterator[None]:
 
 
 class Linter:
-    """One run over many files; ``--config`` files are read once however often referenced."""
+    """One run over many files; ``--config`` files are read once however often referenced.
 
-    def __init__(self, strict: bool = False) -> None:
+    ``open_files`` False (the default): a config's checks open no file the config names
+    (a ``weights`` path belongs to the machine that will launch it, and may be a FIFO or
+    ``/dev/zero`` here): :func:`radix_evict.inputs.named_files_closed` around each file.
+    """
+
+    def __init__(self, strict: bool = False, *, open_files: bool = False) -> None:
         self.report = LintReport(strict=strict)
+        self.open_files = open_files
         self._config_files: dict[str, list[Arg] | None] = {}
 
     # ------------------------------------------------------------------ one file
@@ -105,7 +113,8 @@ class Linter:
         """Run one file's check; whatever goes wrong costs that file only."""
         self.report.files += 1
         try:
-            with time_limit(SECONDS_PER_FILE), no_gc():
+            with (time_limit(SECONDS_PER_FILE), no_gc(),
+                  named_files_closed(not self.open_files)):
                 for p in run():
                     self.report.add(p)
         except FileProblem as exc:
@@ -245,27 +254,30 @@ def expand(paths: Sequence[Path]) -> list[Path]:
     return out
 
 
-def lint_paths(paths: Sequence[str | os.PathLike[str]], *, strict: bool = False) -> LintReport:
+def lint_paths(paths: Sequence[str | os.PathLike[str]], *, strict: bool = False,
+               open_files: bool = False) -> LintReport:
     """Lint every file (folders: the files in them lint knows); a bad file never stops the others.
 
-    ``strict``: warnings fail too. Nothing is printed; render the report with
+    ``strict``: warnings fail too. ``open_files``: also open the files the configs name
+    (a policy's weights), as the launch would. Nothing is printed; render the report with
     :mod:`radix_evict.lint.formats`.
     """
-    linter = Linter(strict)
+    linter = Linter(strict, open_files=open_files)
     for path in expand([Path(p) for p in paths]):
         linter.lint_path(path)
     return linter.report
 
 
 def lint_text(text: str, name: str = "<text>", kind: str | None = None, *,
-              strict: bool = False) -> LintReport:
+              strict: bool = False, open_files: bool = False) -> LintReport:
     """Lint one file's text without reading it from disk.
 
     ``name`` is how problems name the file; it also picks the shape (``serve.sh``,
     ``Dockerfile``, ``*.json``...) unless ``kind`` (one of :data:`KINDS`) says it.
-    A ``--config FILE`` it names is looked up beside ``name``.
+    A ``--config FILE`` it names is looked up beside ``name``; ``open_files`` as in
+    :func:`lint_paths`.
     """
-    linter = Linter(strict)
+    linter = Linter(strict, open_files=open_files)
     linter.lint_source(Source(name, text), kind)
     return linter.report
 

@@ -19,6 +19,8 @@ sets how many hypothesis examples each property runs.
 :func:`insert_as_request` fills a cache as finished requests would, for a
 policy's own tests. Fixture ``radix_evict_plugin`` registers a plugin object in-process for the
 duration of one test (unit tests of hook code without installing anything).
+:func:`call_bounded` runs a call under a time and memory limit: a test that a reader
+refuses a FIFO or ``/dev/zero`` then fails, instead of hanging, if the reader regresses.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from radix_evict.testing.bounded import BoundExceeded, call_bounded
 from radix_evict.testing.checks import (
     DEFAULT_EXAMPLES,
     CacheHarness,
@@ -44,9 +47,11 @@ from radix_evict.testing.snapshots import NodeSnapshot, chain
 
 __all__ = [
     "MARKER",
+    "BoundExceeded",
     "CacheHarness",
     "NodeSnapshot",
     "PolicyConformance",
+    "call_bounded",
     "chain",
     "check_cache_invariants",
     "check_config_strict",

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from radix_evict_learned import FEATURES
 
 from radix_evict import PolicyConfigError, load_policy
+from radix_evict.testing import call_bounded
 
 
 @pytest.mark.parametrize(
@@ -65,6 +68,56 @@ def test_a_bad_weights_file_is_refused_with_the_problem(tmp_path: Path, content:
     assert err.value.key == "weights"
     assert says in str(err.value), str(err.value)
     assert str(path) in str(err.value)
+
+
+WEIGHTS = {"format": "radix-evict-learned-weights", "version": 1}
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_weights_path_that_never_ends_is_refused_at_once(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "w.json"
+    if kind == "fifo":
+        os.mkfifo(path)  # a plain open() blocks here forever
+    else:
+        path.symlink_to("/dev/zero")  # a plain read grows until the OOM killer
+    with pytest.raises(PolicyConfigError) as err:
+        call_bounded(lambda: load_policy("learned", {"weights": str(path)}), seconds=20)
+    assert err.value.key == "weights"
+    assert f"{path}: cannot read the weights file (not a regular file" in str(err.value)
+
+
+def test_a_weights_file_with_a_bom_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "w.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({**WEIGHTS, "bias": 0.5}).encode())
+    policy = load_policy("learned", {"weights": str(path)})
+    assert policy.model.bias == 0.5  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("content", "says"), [
+    ({"bias": 1e308, "features": {name: [1e308] * n for name, n in FEATURES}},
+     "the weights reach a log-odds of inf"),
+    ({"features": {"hits": [0, 0, 0, 0, 0, 1e7]}}, "the weights reach a log-odds of 1e+07"),
+    ({"mean_logit": -1e308}, "'mean_logit' -1e+308 is over the limit"),
+])
+def test_weights_a_score_would_overflow_on_are_refused_at_load(
+        tmp_path: Path, content: dict[str, object], says: str) -> None:
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({**WEIGHTS, **content}), encoding="utf-8")
+    with pytest.raises(PolicyConfigError) as err:
+        load_policy("learned", {"weights": str(path)})
+    assert err.value.key == "weights" and says in str(err.value), str(err.value)
+
+
+def test_a_lint_time_check_opens_no_weights_file(tmp_path: Path) -> None:
+    from radix_evict.inputs import named_files_closed
+
+    fifo = tmp_path / "w.json"
+    os.mkfifo(fifo)
+    with named_files_closed():
+        policy = call_bounded(lambda: load_policy("learned", {"weights": str(fifo)}))
+    assert policy.model.bias == 0.0  # type: ignore[attr-defined]
+    with named_files_closed(), pytest.raises(PolicyConfigError):
+        load_policy("learned", {"weights": ""})  # the path's form is still checked
 
 
 def test_the_cli_validates_and_names_the_key(tmp_path: Path) -> None:

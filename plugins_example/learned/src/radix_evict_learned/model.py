@@ -35,7 +35,9 @@ error. ``mean_logit`` is the running mean of the model's log-odds over the
 leaves it scored, the reference a lifetime is measured from (the policy
 starts from it). ``labels`` (how many samples trained it, an integer >= 0),
 ``positive_rate`` (their share of positives) and ``source`` are
-informational. All numbers must be finite. Loading a file with another
+informational. All numbers must be finite, and the log-odds the weights can
+reach (``|bias|`` plus each feature's largest ``|weight|``) and ``|mean_logit|``
+at most :data:`MAX_LOGIT`. Loading a file with another
 ``format`` or a higher ``version`` is an error naming the file.
 """
 
@@ -45,6 +47,8 @@ import json
 import math
 import os
 from typing import Any
+
+from radix_evict.inputs import InputError, InputFileError, read_json_file
 
 FORMAT = "radix-evict-learned-weights"
 VERSION = 1
@@ -78,6 +82,10 @@ for _name, _n in FEATURES:
     _at += _n
 WIDTH = _at
 del _at, _name, _n
+# The largest log-odds a file may reach (|bias| + each feature's largest |weight|), and its
+# largest |mean_logit|. Trained weights are a few units (the sigmoid is 0 or 1 past +-37);
+# the bound keeps 1 + sharpness * (logit - mean_logit) finite, so no score is ever NaN.
+MAX_LOGIT = 1e6
 
 
 class WeightsFileError(ValueError):
@@ -216,6 +224,14 @@ class ReuseModel:
         rate = data.get("positive_rate", 0.0)
         if not _finite(rate) or not 0 <= rate <= 1:
             raise bad(f"'positive_rate' must be a number from 0 to 1, got {rate!r}")
+        reach = abs(bias) + sum(max(map(abs, w[OFFSETS[name]: OFFSETS[name] + n]))
+                                for name, n in FEATURES)
+        if not reach <= MAX_LOGIT:
+            raise bad(f"the weights reach a log-odds of {reach:.3g} (bias plus each feature's "
+                      f"largest weight), over the limit of {MAX_LOGIT:g}: a score built on "
+                      "them would overflow")
+        if not abs(mean) <= MAX_LOGIT:
+            raise bad(f"'mean_logit' {mean!r} is over the limit of {MAX_LOGIT:g} in size")
         self.w = w
         self.bias = float(bias)
         self.labels = labels
@@ -223,13 +239,14 @@ class ReuseModel:
         return float(mean)
 
     def load(self, path: str | os.PathLike[str]) -> float:
+        """Read a weights file through radix-evict's bounded reader (a regular file, at most
+        CONFIG_BYTES, UTF-8 with or without a BOM): a FIFO or ``/dev/zero`` is refused."""
         where = os.fspath(path)
         try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        except OSError as e:
-            raise WeightsFileError(f"{where}: cannot read the weights file ({e.strerror})") from e
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            data = read_json_file(path, what="a weights file")
+        except InputFileError as e:
+            raise WeightsFileError(f"{where}: cannot read the weights file ({e.reason})") from e
+        except (json.JSONDecodeError, InputError) as e:
             raise WeightsFileError(f"{where}: not a JSON weights file ({e})") from e
         return self.load_json(data, where)
 

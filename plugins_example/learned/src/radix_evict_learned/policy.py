@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, field_validator
 
 from radix_evict import EvictionPolicy, PolicyConfig
+from radix_evict.inputs import may_open_named_files
 
 from .model import OFFSETS, ReuseModel, WeightsFileError
 
@@ -92,8 +93,9 @@ class LearnedConfig(PolicyConfig):
     @field_validator("weights")
     @classmethod
     def _weights_file_is_usable(cls, v: str | None) -> str | None:
-        """Read the file now, so a bad one fails at startup with the key named."""
-        if v is not None:
+        """Read the file now, so a bad one fails at startup with the key named; a lint-time
+        check (``may_open_named_files()`` False) checks the path's form only."""
+        if v is not None and may_open_named_files():
             try:
                 ReuseModel().load(v)
             except WeightsFileError as e:
@@ -202,7 +204,7 @@ class LearnedPolicy(EvictionPolicy[LearnedConfig]):
         self.inflation = 0.0  # the eviction clock: the score of the last victim
         self._warm = cfg.warmup
         self._z_mean = 0.0
-        if cfg.weights is not None:
+        if cfg.weights is not None and may_open_named_files():  # not while linting
             self._z_mean = self.model.load(cfg.weights)
             if cfg.warmup == 0:
                 self._warm = -1
