@@ -5,7 +5,7 @@ through the tiny decoder once per policy and once with the cache disabled,
 and prints one row each. A benchmark, not a test: the figures are for the
 record (timings vary with the machine), the token counts are deterministic.
 
-    .venv/bin/python bench/bench_engine.py [--device cuda] [--repeat 3] [--json]
+    .venv/bin/python bench/bench_engine.py [--device cuda:0] [--model tiny-gpu] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from radix_evict import registry
 from radix_evict.engine import EngineResult, requests_from_workload, run_engine_replay
-from radix_evict.engine.model import TinyConfig
+from radix_evict.engine.model import MODEL_PRESETS, TinyConfig
 from radix_evict.engine.workload import default_pool_tokens
 from radix_evict.sim.configs import resolve_config
 from radix_evict.sim.workloads.tiny import tiny_workload
@@ -24,7 +24,9 @@ from radix_evict.sim.workloads.tiny import tiny_workload
 
 def _args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
+    ap.add_argument("--device", default=None,
+                    help="cpu, cuda or cuda:N (default: the current GPU, else cpu)")
+    ap.add_argument("--model", default="tiny", help="tiny or tiny-gpu (sized for a GPU)")
     ap.add_argument("--policies", nargs="*", default=None, help="default: the public policies")
     ap.add_argument("--workload", default="chat")
     ap.add_argument("--seed", type=int, default=0)
@@ -52,7 +54,7 @@ def main() -> None:
     pool = a.pool_tokens or default_pool_tokens(requests)
     common: dict[str, Any] = dict(requests=requests, pool_tokens=pool, page_size=a.page_size,
                                   device=a.device, max_running=a.max_running, seed=a.seed,
-                                  cpu_threads=a.threads)
+                                  cpu_threads=a.threads, model_config=MODEL_PRESETS[a.model])
     rows: list[EngineResult] = [_median_run(a.repeat, use_cache=False, **common)]
     for policy in a.policies or registry.choices():
         cfg = resolve_config(workload, policy, None).config  # derived where the policy derives

@@ -3,6 +3,7 @@
     python bench/bench_vs_sglang.py                       # pages 1, 16 and 512, 3 runs each
     python bench/bench_vs_sglang.py --page-sizes 16 --runs 5 --check-equal
     python bench/bench_vs_sglang.py --anchor-only         # only the libCacheSim anchor
+    python bench/bench_vs_sglang.py --device cuda --check-equal --no-anchor   # on a GPU
 
 Part 1 runs the peer harness (``../shared/peer/sglang_bench.py``, with the
 Python of the SGLang environment ``setup.sh`` made, ``../peer-env``) once per
@@ -22,6 +23,13 @@ through libCacheSim's ``LRU`` (``cache.get`` per request) in this process,
 requests per second of each and their hit counts, which must agree: both are
 exact LRU over the same capacity. libCacheSim is imported only here; without
 it (``pip install libcachesim``) the anchor is skipped with a message.
+
+``--device cuda`` (or ``cuda:N``) runs part 1 on a GPU through
+``bench/peer_on_device.py``: SGLang's trees over a free list kept as a device
+tensor (as SGLang's own allocators keep it) against radix-evict with a cuda
+pool, the same workloads and checks. ``--python`` runs the harness with
+another interpreter (a GPU machine's, with ``SGLANG_SRC`` pointing at the
+unpacked SGLang wheel) instead of the peer environment's.
 """
 
 from __future__ import annotations
@@ -49,8 +57,11 @@ TRACE_PAGE = 512  # the page size replayed on the Mooncake trace (the others: sy
 
 def harness_command(a: argparse.Namespace, page: int) -> list[str]:
     """The peer harness's command line for one page size (run in the peer folder)."""
+    entry = ["sglang_bench.py"] if a.device == "cpu" else [
+        str(HERE / "peer_on_device.py"), "--device", a.device]
+    where = ["--dir", str(a.env)] if a.env.exists() else []
     cmd = [
-        str(a.python), "sglang_bench.py", "--dir", str(a.env), "--impl", f"{RUST},{MINE}",
+        str(a.python), *entry, *where, "--impl", f"{RUST},{MINE}",
         "--runs", str(a.runs), "--page-size", str(page), "--policies", ",".join(a.policies),
     ]
     if a.check_equal:
@@ -223,17 +234,22 @@ def main() -> None:
     p.add_argument("--anchor-capacity", type=int, default=10_000)
     p.add_argument("--anchor-alpha", type=float, default=1.0)
     p.add_argument("--anchor-seed", type=int, default=7)
+    p.add_argument("--device", default="cpu",
+                   help="where both sides keep their pools: cpu (the harness as it is), "
+                        "cuda, cuda:N")
+    p.add_argument("--python", type=Path, default=None,
+                   help="the harness's interpreter (default: the --env venv's)")
     p.add_argument("--json-out", default=None)
     a = p.parse_args()
     a.policies = [x for x in a.policies.split(",") if x]
     a.peer = a.peer.resolve()
     a.env = a.env.resolve()
-    a.python = a.env / "venv" / "bin" / "python"
+    a.python = a.python or a.env / "venv" / "bin" / "python"
     a.trace = (a.trace or a.peer.parent / "traces" / "mooncake_conversation_trace.jsonl").resolve()
     out: dict[str, Any] = {"pages": []}
     if not a.anchor_only:
         for what, path in (("harness", a.peer / "sglang_bench.py"), ("SGLang env", a.python)):
-            if not path.exists():
+            if not path.exists() and not (what == "SGLang env" and a.python.name == str(a.python)):
                 raise SystemExit(f"no {what} at {path} (see --peer, --env)")
         for page in (int(x) for x in a.page_sizes.split(",") if x):
             out["pages"].append(report(page, run_harness(a, page)))

@@ -17,7 +17,7 @@ import numpy as np
 
 from radix_evict.engine import EngineResult, requests_from_workload, run_engine_replay
 from radix_evict.engine.loop import EngineRequest
-from radix_evict.engine.model import TinyConfig
+from radix_evict.engine.model import MODEL_PRESETS, TinyConfig
 from radix_evict.engine.workload import default_pool_tokens, tiny_trace_requests
 from radix_evict.sim.configs import RunConfig, describe_workload
 from radix_evict.sim.runs import PolicyRun, run_replays
@@ -31,7 +31,7 @@ from .simulate_derived import derived_notes
 from .simulate_recommend import print_recommendation, recommend_served
 from .simulate_report import engine_table
 
-MODELS = ("tiny",)
+MODELS = tuple(MODEL_PRESETS)
 
 
 @dataclass(frozen=True)
@@ -85,13 +85,14 @@ def tiny_trace_setup(trace: Workload) -> tuple[Workload, list[EngineRequest]]:
 
 def run_engine(workload: Workload, requests: Sequence[EngineRequest], runs: Sequence[PolicyRun],
                *, pool_tokens: int | None, page_size: int, device: str | None, seed: int,
-               baseline: bool, progress: ProgressFn) -> tuple[list[EngineRow], int]:
+               baseline: bool, progress: ProgressFn,
+               model_config: TinyConfig | None = None) -> tuple[list[EngineRow], int]:
     """Every run (the core's run_replays, one engine replay each) and the no-cache baseline."""
     pool = pool_tokens or default_pool_tokens(requests)
     pool = max(page_size, pool // page_size * page_size)
     total = len(runs) + int(baseline)
     common: dict[str, Any] = {"pool_tokens": pool, "page_size": page_size, "device": device,
-                              "seed": seed}
+                              "seed": seed, "model_config": model_config}
 
     def engine_replay(_: Workload, run: PolicyRun, resolved: RunConfig,
                       report: ProgressFn | None) -> EngineRow:
@@ -113,26 +114,23 @@ def run_engine(workload: Workload, requests: Sequence[EngineRequest], runs: Sequ
 
 def run_engine_mode(setup: tuple[Workload, list[Any]], runs: list[PolicyRun], *,
                 pool_tokens: int | None, page_size: int, seed: int, device: str,
-                baseline: bool, json_out: bool, progress: bool) -> None:
-    """--model tiny: real K/V through the tiny decoder, measured TTFT per policy."""
-    if _device_name(device) == "cuda":
-        import torch
+                baseline: bool, json_out: bool, progress: bool, model: str = "tiny") -> None:
+    """--model tiny: real K/V through the tiny decoder, measured TTFT per policy.
 
-        if not torch.cuda.is_available():
-            raise CliError("--device cuda: no CUDA device is available (use --device cpu)",
-                           EXIT_USAGE)
+    ``device`` is already resolved (``cli.preflight.device_option``).
+    """
     wl, requests = setup
     if not requests:
         raise CliError(f"{wl.name}: no request left to replay after shrinking", EXIT_USAGE)
-    dev = None if device == "auto" else device
-    output.note(f"model tiny on {_device_name(device)}: workload {wl.name} shrunk to "
+    dev = device
+    output.note(f"model {model} on {device}: workload {wl.name} shrunk to "
                 f"{len(requests)} requests")
     derived_notes([wl], runs)
     t0 = time.perf_counter()
     with output.progress_bar("engine replays", enabled=progress, delay_s=0.0) as prog:
         rows, pool = run_engine(wl, requests, runs, pool_tokens=pool_tokens,
                                 page_size=page_size, device=dev, seed=seed, baseline=baseline,
-                                progress=prog)
+                                progress=prog, model_config=MODEL_PRESETS[model])
     wall = time.perf_counter() - t0
     cached = [r for r in rows if r.policy != "no-cache"]
     for r in rows:
@@ -143,24 +141,16 @@ def run_engine_mode(setup: tuple[Workload, list[Any]], runs: list[PolicyRun], *,
     rec = recommend_served(cached)
     if json_out:
         output.emit_json({
-            "mode": "engine", "model": "tiny", "device": rows[0].result.device if rows else dev,
+            "mode": "engine", "model": model, "device": rows[0].result.device if rows else dev,
             "workload": describe_workload(wl), "requests": len(requests), "pool_tokens": pool,
             "page_size": page_size, "seed": seed, "rows": [r.to_dict() for r in rows],
             "recommendation": rec.to_dict(), "wall_s": wall,
         })
     else:
         dicts = [{**r.result.to_dict(), **r.to_dict()} for r in rows]
-        title = (f"{wl.name} through the tiny decoder on {rows[0].result.device}: "
+        title = (f"{wl.name} through the {model} decoder on {rows[0].result.device}: "
                  f"pool {pool:,} tokens")
         output.stdout().print(engine_table(dicts, rec.policy, title))
         print_recommendation(rec)
     output.note(f"wall time {wall:.2f} s for {len(rows)} engine replays")
 
-
-def _device_name(device: str) -> str:
-    """What ``auto`` resolves to: cuda when a GPU is visible, else cpu."""
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"

@@ -47,8 +47,10 @@ PlotOpt = Annotated[Path | None, typer.Option(
 MetricsOpt = Annotated[Path | None, typer.Option(
     "--enable-metrics", help="Write the cache counters in Prometheus text format.")]
 ModelOpt = Annotated[str | None, typer.Option(
-    "--model", help="Replay through a real decoder with K/V in the pool: 'tiny'.")]
-DeviceOpt = Annotated[str, typer.Option("--device", help="With --model: auto, cpu or cuda.")]
+    "--model", help="Replay through a real decoder with K/V in the pool: 'tiny', or "
+    "'tiny-gpu' (wide enough that prefill time grows with the prompt on a GPU).")]
+DeviceOpt = Annotated[str, typer.Option(
+    "--device", help="With --model: auto, cpu, cuda or cuda:N (auto: the current GPU, else cpu).")]
 BaselineOpt = Annotated[bool, typer.Option(
     "--baseline/--no-baseline", help="With --model: also run without a cache.")]
 ProgressOpt = Annotated[bool, typer.Option(

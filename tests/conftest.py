@@ -11,6 +11,21 @@ from helpers.rigs import Rig, run_cli
 from radix_evict import registry
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``cuda`` skip, saying why, where torch sees no GPU.
+
+    bench/gpu_check.py runs them on a GPU machine.
+    """
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="cuda: torch.cuda.is_available() is False on this machine")
+    for item in items:
+        if item.get_closest_marker("cuda") is not None:
+            item.add_marker(skip)
+
+
 @pytest.fixture
 def rig() -> Callable[..., Rig]:
     return Rig

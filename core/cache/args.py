@@ -18,6 +18,8 @@ from typing import Any, Final
 import numpy as np
 import torch
 
+from radix_evict.cache.device import resolve_device
+
 
 def is_integer(value: object) -> bool:
     """An int or numpy integer, not a bool (``True`` is not a count)."""
@@ -76,18 +78,41 @@ def check_number(
 _TENSOR: Final = torch.Tensor
 _TORCH_INT64: Final = torch.int64
 _INT64: Final = np.dtype(np.int64)  # numpy's shared descriptor: an identity test finds it
+_NP_EMPTY: Final = np.empty
+_FROM_NUMPY: Final = torch.from_numpy
 
 
 class SlotDevice:
-    """The device KV slots live on, and the one check of a slot tensor against it.
+    """The device KV slots live on: the one check of a slot tensor, and the copies across.
 
-    ``on_cpu`` is derived here once; the pool and the cache's slot storage
-    share one instance (a cpu pool drives its state through numpy views).
+    The device is resolved once (:func:`~radix_evict.cache.device.resolve_device`:
+    ``"cuda"`` is ``cuda:0``, as the tensors report it). Whatever the device, the
+    pool's bookkeeping (free list, owner tags, the tree's per-page entries) is
+    numpy on the host, where each of the many small steps of a request costs
+    a fraction of a kernel launch; only the slot tensors a caller is handed,
+    and takes back, cross: :meth:`to_device` (one host-to-device copy, from
+    pinned memory) and :meth:`host_array` (one copy back). The pool and the
+    cache's slot storage share one instance.
     """
 
     def __init__(self, device: Any) -> None:
-        self.device = torch.device(device)
+        self.device = resolve_device(device)
         self.on_cpu = self.device.type == "cpu"
+        # Host buffers for what goes to a GPU are pinned, so the copy can run
+        # asynchronously (torch keeps a pinned block until its copy has finished).
+        self._pinned = self.device.type == "cuda"
+
+    def empty(self, n: int) -> Any:
+        """A new int64 host array of ``n`` items, for slots on their way to the device."""
+        if self._pinned:
+            return torch.empty(n, dtype=_TORCH_INT64, pin_memory=True).numpy()
+        return _NP_EMPTY(n, _INT64)
+
+    def to_device(self, values: Any) -> torch.Tensor:
+        """``values`` (an int64 host array the caller gives away) as a tensor on the device."""
+        if self.on_cpu:
+            return _FROM_NUMPY(values)
+        return _FROM_NUMPY(values).to(self.device, non_blocking=True)
 
     def check(self, what: str, slots: Any, length: int = -1) -> None:
         """Raise unless ``slots`` is a 1-D integer tensor here (of ``length`` items if >= 0).
@@ -119,7 +144,7 @@ class SlotDevice:
             )
 
     def host_array(self, what: str, slots: Any, length: int = -1) -> Any:
-        """``check``, and the array the pool computes with: int64 numpy on cpu, else ``slots``.
+        """``check``, and the int64 numpy array of ``slots`` the pool computes with.
 
         On cpu the usual case is one ``Tensor.numpy()`` call and numpy's cheap
         attribute reads, where ``check`` and a conversion after it would make
@@ -140,9 +165,7 @@ class SlotDevice:
             ):
                 return arr
         self.check(what, slots, length)
-        if not self.on_cpu:
-            return slots if slots.dtype is _TORCH_INT64 else slots.long()
-        arr = slots.numpy()
+        arr = slots.numpy() if self.on_cpu else slots.cpu().numpy()  # off cpu: one copy back
         return arr if arr.dtype is _INT64 else arr.astype(np.int64)
 
     def __repr__(self) -> str:

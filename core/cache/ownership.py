@@ -19,10 +19,11 @@ positions at or above ``head`` need one more look to rule out a free page.
 Anything else (a row built from several allocations, or a misuse) takes the
 slower exact check, and only a misuse raises.
 
-On a cpu pool the per-page loops run in C (``_page_kernel.c``, one pass
-where numpy makes several: on the request path that is most of an insert's
-cost); the numpy version here runs on other devices and in the interpreted
-build, and names the culprits whenever a check fails. The same loops turn a
+The state is numpy on the host whatever device the KV is on (see
+:class:`~radix_evict.cache.args.SlotDevice`). The per-page loops run in C
+(``_page_kernel.c``, one pass where numpy makes several: on the request path
+that is most of an insert's cost); the numpy version here runs in the
+interpreted build, and names the culprits whenever a check fails. The same loops turn a
 caller's row of slots into its pages and check them in one call
 (:meth:`PageOwners.caller_slots`, and :meth:`PageOwners.free_slots` for a
 whole ``free``); ``KVPool`` spells pages out as slots with them.
@@ -57,9 +58,9 @@ _STATE_WORDS = {
 _SHOWN = 6  # slots named per error line; the rest are counted
 
 
-def cpu_loops(on_cpu: bool) -> Any:
-    """The C page loops for arrays on cpu, or None (another device, or none built)."""
-    return _KERNEL if on_cpu else None
+def host_loops() -> Any:
+    """The C page loops over host int64 arrays, or None (not built: numpy stands in)."""
+    return _KERNEL
 
 
 def describe_outside(slots: Any, size: int) -> str:
@@ -87,30 +88,24 @@ def describe_slots(slots: list[int], page_size: int) -> str:
 class PageOwners:
     """The pool's free list and one owner tag per page, plus a scratch row for repeats.
 
-    The arrays are torch tensors on the pool's device; on cpu they are driven
-    through numpy views, whose per-call cost is a fraction of torch's (these
-    calls sit on every request's path).
+    The arrays are numpy on the host, whatever device the KV is on: these
+    calls sit on every request's path, and numpy's per-call cost is a
+    fraction of torch's (a GPU kernel launch's, more so).
     """
 
-    def __init__(self, num_pages: int, page_size: int, device: torch.device) -> None:
+    def __init__(self, num_pages: int, page_size: int) -> None:
         self.page_size = page_size
         self.num_pages = num_pages
-        self._on_cpu = on_cpu = device.type == "cpu"
-        stack = torch.arange(num_pages, dtype=torch.int64, device=device)
         # int32 halves the memory every gather and scatter of tags touches; positions
         # fit in it up to two billion pages.
-        kind = torch.int32 if num_pages < 2**31 - 1 else torch.int64
-        tag = torch.arange(num_pages, dtype=kind, device=device)  # page p pushed at p
-        mark = torch.zeros(num_pages, dtype=kind, device=device)
-        count = torch.arange(num_pages, dtype=kind, device=device)
-        self._tensors = (stack, tag, mark, count)  # keeps the storage behind numpy views alive
-        self.stack: Any = stack.numpy() if on_cpu else stack
-        self.tag: Any = tag.numpy() if on_cpu else tag
-        self._mark: Any = mark.numpy() if on_cpu else mark
-        self.count: Any = count.numpy() if on_cpu else count  # 0, 1, 2, ... (sliced as views)
+        kind = np.int32 if num_pages < 2**31 - 1 else np.int64
+        self.stack: Any = np.arange(num_pages, dtype=np.int64)
+        self.tag: Any = np.arange(num_pages, dtype=kind)  # page p pushed at p
+        self._mark: Any = np.zeros(num_pages, dtype=kind)
+        self.count: Any = np.arange(num_pages, dtype=kind)  # 0, 1, 2, ... (sliced as views)
         self.head = 0
-        # The C loops take int32 tags (so, up to two billion pages) and cpu arrays.
-        self._kernel: Any = _KERNEL if on_cpu and kind == torch.int32 else None
+        # The C loops take int32 tags (so, up to two billion pages).
+        self._kernel: Any = _KERNEL if kind is np.int32 else None
         # What the C loops are handed for the three arrays: memoryviews made once, which
         # re-export their buffer for a fraction of what a numpy array's export costs
         # (three exports on every call, several calls a request).
@@ -118,11 +113,11 @@ class PageOwners:
         self._stack_buf: Any = None
         self._mark_buf: Any = None
         if self._kernel is not None:
-            self._tag_buf = tag.numpy().data
-            self._stack_buf = stack.numpy().data
-            self._mark_buf = mark.numpy().data
-        # Its loops that read no tags (slots to pages and back), for any cpu pool.
-        self.loops: Any = cpu_loops(on_cpu)
+            self._tag_buf = self.tag.data
+            self._stack_buf = self.stack.data
+            self._mark_buf = self._mark.data
+        # Its loops that read no tags (slots to pages and back), for any pool.
+        self.loops: Any = host_loops()
 
     # ---------------------------------------------------------- transfers
     def pop(self, k: int) -> Any:
@@ -166,10 +161,7 @@ class PageOwners:
                 self.head = head
                 return
             raise ValueError(f"{what}: {self._cached_fault(np.concatenate(parts))}")
-        if len(parts) == 1:
-            pages = parts[0]
-        else:
-            pages = np.concatenate(parts) if self._on_cpu else torch.cat(parts)
+        pages = parts[0] if len(parts) == 1 else np.concatenate(parts)
         self.check_cached(pages, what)
         self.push(pages)
 
@@ -251,7 +243,7 @@ class PageOwners:
         ):
             raise ValueError(f"{what}: {self._cached_fault(pages)}")
 
-    # The numpy (or torch) version of the C loops, and what names a check's culprits.
+    # The numpy version of the C loops, and what names a check's culprits.
     def _callers_only(self, pages: Any) -> bool:
         """``check_caller``'s test: every page in the pool, a caller's, listed once."""
         if self._outside_any(pages):
@@ -294,21 +286,18 @@ class PageOwners:
 
     def _outside_any(self, pages: Any) -> bool:
         """Whether some page is not in the pool."""
-        if self._on_cpu:  # one pass: a negative page wraps to a huge one
-            return int(pages.view(np.uint64).max()) >= self.num_pages
-        return int(pages.min()) < 0 or int(pages.max()) >= self.num_pages
+        # One pass: a negative page wraps to a huge one.
+        return int(pages.view(np.uint64).max()) >= self.num_pages
 
     def _free_among(self, pages: Any, held: Any) -> Any:
         """Which of ``pages`` (tags ``held``) are free: pushed at or above head, still there."""
         stack = self.stack
-        at = held.clip(0, len(stack) - 1) if self._on_cpu else held.clamp(0, len(stack) - 1)
+        at = held.clip(0, len(stack) - 1)
         return (held >= self.head) & (stack[at] == pages)
 
     def _same(self, a: Any, b: Any) -> bool:
-        """Whether two tag arrays are equal; on cpu one memcmp (both are contiguous)."""
-        if self._on_cpu:
-            return bool(a.tobytes() == b.tobytes())
-        return bool(torch.equal(a, b))
+        """Whether two tag arrays are equal: one memcmp (both are contiguous)."""
+        return bool(a.tobytes() == b.tobytes())
 
     def _has_repeats(self, pages: Any) -> bool:
         """Whether some page is listed twice: each page writes its position, a repeat loses one."""
@@ -344,8 +333,7 @@ class PageOwners:
 
     def states(self) -> np.ndarray:
         """The state (``CALLER``, ``FREE``, ``CACHED``) of every page, on the host."""
-        return self._states_of(self.count.astype(np.int64) if self._on_cpu else self.count.long(),
-                               self.tag)
+        return self._states_of(self.count.astype(np.int64), self.tag)
 
 
 def _host(values: Any) -> np.ndarray:

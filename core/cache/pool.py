@@ -6,7 +6,7 @@ hand it its own allocator; :class:`KVPool` is the one radix-evict ships.
 
 from __future__ import annotations
 
-from typing import Any, Final, SupportsIndex
+from typing import Any, SupportsIndex
 
 import numpy as np
 import torch
@@ -14,19 +14,15 @@ from mypy_extensions import mypyc_attr
 
 from radix_evict.cache.allocator import Allocator
 from radix_evict.cache.args import SlotDevice, check_int
+from radix_evict.cache.device import resolve_device
 from radix_evict.cache.ownership import FREE, PageOwners, describe_outside
 
 __all__ = ["Allocator", "KVPool", "default_device"]
 
-# Read once: a compiled module reads a Final from a C global, not through ``np``'s dict.
-_INT64: Final = np.dtype(np.int64)  # numpy's shared descriptor: an identity test finds it
-_EMPTY: Final = np.empty
-_FROM_NUMPY: Final = torch.from_numpy
-
 
 def default_device() -> torch.device:
-    """cuda when a GPU is present, else cpu."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """The current GPU when one is present (``cuda:N``, as its tensors report it), else cpu."""
+    return resolve_device(None)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # engines and tests subclass it
@@ -37,9 +33,10 @@ class KVPool:
     :class:`~radix_evict.cache.ownership.PageOwners`: it says whether a page
     is free, a caller's, or a cache node's, so ``free`` refuses a double free
     and the tree's slots, and a cache refuses to take slots that are not the
-    caller's. The state is torch tensors on the pool's device; on cpu the same
-    memory is driven through numpy views, whose per-call cost is a fraction of
-    torch's (these calls sit on every request's path).
+    caller's. That state is numpy on the host whatever the device (these calls
+    sit on every request's path, and numpy's per-call cost is a fraction of
+    torch's); the slots handed out and the K/V buffers are on the device
+    (see :class:`~radix_evict.cache.args.SlotDevice`).
     """
 
     def __init__(
@@ -65,19 +62,15 @@ class KVPool:
         n, P = self.size, self.page_size
         if n % P:
             raise ValueError(f"KVPool: size {n} is not a whole number of pages of {P} tokens")
-        self.slot_device = SlotDevice(device if device is not None else default_device())
+        self.slot_device = SlotDevice(device)  # None: the current GPU, else cpu
         dev = self.slot_device.device
-        on_cpu = self.slot_device.on_cpu
         self.num_pages = n // P
         # Row p holds page p's slots: gathering rows spells pages out as slots at copy
         # speed (a broadcast add is ~3x slower). 8 bytes per slot, next to KV of
         # kilobytes per slot in a real pool.
-        table = torch.arange(n, dtype=torch.int64, device=dev).view(self.num_pages, P)
-        # The arrays the methods work on: numpy views on cpu, the tensors elsewhere.
-        self._table: Any = table.numpy() if on_cpu else table
-        self._tensors = (table,)  # keeps the storage behind numpy views alive
-        self.owners = PageOwners(self.num_pages, P, dev)  # the free list and the owner tags
-        # The C loops between slots and pages (cpu only; None: numpy or torch does it).
+        self._table: Any = np.arange(n, dtype=np.int64).reshape(self.num_pages, P)
+        self.owners = PageOwners(self.num_pages, P)  # the free list and the owner tags
+        # The C loops between slots and pages (None: not built, numpy does it).
         self._loops: Any = self.owners.loops
         self.k_buffer: list[torch.Tensor] = []
         self.v_buffer: list[torch.Tensor] = []
@@ -104,8 +97,7 @@ class KVPool:
         owners = self.owners
         if k > self.num_pages - owners.head:
             return None
-        slots = self.page_slots(owners.pop(k))
-        return _FROM_NUMPY(slots) if self.slot_device.on_cpu else slots
+        return self.slot_device.to_device(self.page_slots(owners.pop(k)))
 
     def take_pages(self, k: int) -> Any:
         """``k`` free pages handed straight to a cache node (its own array), or None if fewer.
@@ -115,21 +107,21 @@ class KVPool:
         owners = self.owners
         if k > self.num_pages - owners.head:
             return None
-        view = owners.pop(k)
-        pages = view.copy() if self.slot_device.on_cpu else view.clone()
+        pages = owners.pop(k).copy()
         owners.adopt(pages)
         return pages
 
     def page_slots(self, pages: Any) -> Any:
-        """A new 1-D array of the slots of ``pages`` (numpy on cpu, a tensor elsewhere)."""
+        """A new int64 host array of the slots of ``pages`` (pinned for a GPU: see ``empty``)."""
         loops = self._loops
+        out = self.slot_device.empty(len(pages) * self.page_size)
         if loops is not None:
-            out = _EMPTY(len(pages) * self.page_size, _INT64)
             loops.page_slots([pages], self.page_size, out)
-            return out
-        if self.page_size == 1:
-            return pages.copy() if self.slot_device.on_cpu else pages.clone()
-        return self._table[pages].reshape(-1)
+        elif self.page_size == 1:
+            out[:] = pages
+        else:
+            out[:] = self._table[pages].reshape(-1)
+        return out
 
     def parts_slots(self, parts: list[Any]) -> Any:
         """A new 1-D array of the slots of the pages of every array in ``parts``, in order."""
@@ -138,13 +130,10 @@ class KVPool:
             total = 0
             for part in parts:
                 total += len(part)
-            out = _EMPTY(total * self.page_size, _INT64)
+            out = self.slot_device.empty(total * self.page_size)
             loops.page_slots(parts, self.page_size, out)
             return out
-        if len(parts) == 1:
-            return self.page_slots(parts[0])
-        on_cpu = self.slot_device.on_cpu
-        return self.page_slots(np.concatenate(parts) if on_cpu else torch.cat(parts))
+        return self.page_slots(parts[0] if len(parts) == 1 else np.concatenate(parts))
 
     def free(self, indices: torch.Tensor) -> None:
         """Return a caller's slots to the pool; whole pages only.
@@ -194,7 +183,7 @@ class KVPool:
     def release_pages(self, parts: list[Any]) -> None:
         """A cache gives back the pages its nodes own (one array a node), all or none.
 
-        The arrays are the nodes' own entries (numpy on cpu, see ``slots``).
+        The arrays are the nodes' own entries (see ``slots``).
         Refuses, freeing nothing, a page that is not a node's or is listed
         twice: a page has one owning node (adoption checks that), so that
         would be a node released twice.
@@ -214,11 +203,7 @@ class KVPool:
             return idx
         P = self.page_size
         size = self.size
-        if self.slot_device.on_cpu:
-            outside = int(idx.view(np.uint64).max()) >= size  # a negative slot wraps to a huge one
-        else:
-            outside = int(idx.min()) < 0 or int(idx.max()) >= size
-        if outside:
+        if int(idx.view(np.uint64).max()) >= size:  # a negative slot wraps to a huge one
             raise ValueError(f"{what}: {describe_outside(idx, size)}")
         if n % P:
             raise ValueError(f"{what}: {n} slots are not whole pages of {P}")

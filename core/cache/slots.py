@@ -6,28 +6,25 @@ consecutive. With 512-token pages that makes copying, splitting, joining and
 freeing node values 512 times cheaper; slots are spelled out only where the
 API hands them to a caller (``match_prefix``).
 
-On a cpu pool the entries are numpy arrays: their per-call cost is a fraction
-of torch's, and these calls sit on every request's path. On any other device
-they are tensors on that device, so ``match_prefix`` never copies indices
-between host and device. Only this module knows which.
+The entries are numpy arrays on the host whatever device the KV is on: their
+per-call cost is a fraction of torch's (on a GPU, of a kernel launch's), and
+these calls sit on every request's path. Slots cross to the device only when
+a caller is handed them (``match_prefix``, ``node_slots``): one copy a call,
+through :class:`~radix_evict.cache.args.SlotDevice`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 import torch
 
 from radix_evict.cache.args import SlotDevice
-from radix_evict.cache.ownership import cpu_loops
+from radix_evict.cache.ownership import host_loops
 from radix_evict.cache.pool import Allocator, KVPool
 
 SlotArray = np.ndarray | torch.Tensor
-# Read once: a compiled module reads a Final from a C global, not through ``np``'s dict.
-_EMPTY: Final = np.empty
-_INT64: Final = np.dtype(np.int64)
-_FROM_NUMPY: Final = torch.from_numpy
 
 
 def frees_like_kvpool(pool: Allocator) -> bool:
@@ -43,7 +40,7 @@ def frees_like_kvpool(pool: Allocator) -> bool:
 
 
 class SlotStorage:
-    """Per-page slot entries for nodes, over numpy (cpu) or torch (other devices).
+    """Per-page slot entries for nodes, numpy arrays on the host.
 
     Ownership: with a :class:`KVPool` every slot the cache takes is checked to
     be the caller's (handed out by ``alloc``, not freed, not a node's, listed
@@ -56,25 +53,17 @@ class SlotStorage:
 
     def __init__(self, pool: Allocator) -> None:
         self.page_size = P = int(pool.page_size)
-        # A KVPool's own device record, so the on-cpu flag is derived once per pool.
+        # A KVPool's own device record: the device is resolved once per pool.
         self.slot_device = pool.slot_device if isinstance(pool, KVPool) else SlotDevice(pool.device)
-        self.on_cpu = on_cpu = self.slot_device.on_cpu
         self._pool = pool
         self._kvpool: KVPool | None = pool if isinstance(pool, KVPool) else None
         self._plain_free = frees_like_kvpool(pool)
         size = getattr(pool, "size", None)
         self._size: int | None = size if type(size) is int else None
-        offsets = torch.arange(P, dtype=torch.int64, device=self.slot_device.device)
-        self._offsets: Any = offsets.numpy() if on_cpu else offsets
-        # A KVPool spells pages out from its slot table; other allocators get a broadcast.
-        self._page_slots: Any = pool.page_slots if isinstance(pool, KVPool) else None
-        # On cpu, the C page loops spell out any number of nodes' pages in one pass.
-        self._loops: Any = cpu_loops(on_cpu)
-        self.empty: Any = (
-            np.empty(0, dtype=np.int64)
-            if on_cpu
-            else torch.empty(0, dtype=torch.int64, device=self.slot_device.device)
-        )
+        self._offsets: Any = np.arange(P, dtype=np.int64)
+        # The C page loops spell out any number of nodes' pages in one pass.
+        self._loops: Any = host_loops()
+        self.empty: Any = np.empty(0, dtype=np.int64)
 
     def claim(self, idx: Any, start: int, stop: int) -> Any:
         """The entries of ``idx[start:stop]``, checked fit for the tree to take or free.
@@ -109,8 +98,7 @@ class SlotStorage:
     def node_entries(self, entries: Any, lo: int, hi: int) -> Any:
         """A node's own copy of ``entries[lo:hi]`` (page-aligned token offsets)."""
         P = self.page_size
-        part = entries[lo // P : hi // P]
-        return part.copy() if self.on_cpu else part.clone()
+        return entries[lo // P : hi // P].copy()
 
     def _untracked_pages(self, part: Any, what: str) -> Any:
         """The checks a foreign allocator (no owner table) gets; see the class docstring."""
@@ -136,7 +124,7 @@ class SlotStorage:
             pages = first // P
         else:
             pages = part
-        ordered = np.sort(pages) if self.on_cpu else torch.sort(pages).values
+        ordered = np.sort(pages)
         repeats = ordered[1:][ordered[1:] == ordered[:-1]]
         if len(repeats):
             slot = int(repeats[0]) * P
@@ -149,32 +137,27 @@ class SlotStorage:
         return value[:k], value[k:]
 
     def slots(self, values: list[Any]) -> Any:
-        """The slots behind ``values``, joined, as numpy (cpu) or a tensor (a new array)."""
+        """The slots behind ``values``, joined: a new int64 host array (pinned for a GPU)."""
         P = self.page_size
         loops = self._loops
-        if loops is not None:
-            total = 0
-            for v in values:
-                total += len(v)
-            out = _EMPTY(total * P, _INT64)
-            loops.page_slots(values, P, out)
+        total = 0
+        for v in values:
+            total += len(v)
+        out = self.slot_device.empty(total * P)
+        if loops is not None or not values:
+            if values:
+                loops.page_slots(values, P, out)
             return out
-        if len(values) > 1:
-            joined = np.concatenate(values) if self.on_cpu else torch.cat(values)
-        elif P == 1:  # a node's own array: hand out a copy
-            return values[0].copy() if self.on_cpu else values[0].clone()
-        else:
-            joined = values[0]
+        joined = values[0] if len(values) == 1 else np.concatenate(values)
         if P == 1:
-            return joined
-        if self._page_slots is not None:
-            return self._page_slots(joined)
-        return (joined[:, None] * P + self._offsets).reshape(-1)
+            out[:] = joined
+        else:
+            out.reshape(-1, P)[:] = joined[:, None] * P + self._offsets
+        return out
 
     def to_tensor(self, values: list[Any]) -> torch.Tensor:
         """A new int64 tensor of the slots behind ``values``, on the pool's device."""
-        out = self.slots(values)
-        return _FROM_NUMPY(out) if self.on_cpu else out
+        return self.slot_device.to_device(self.slots(values))
 
     def release(self, values: list[Any]) -> None:
         """Give the slots behind the tree's ``values`` back to the pool."""
@@ -183,9 +166,6 @@ class SlotStorage:
             if self._plain_free:
                 pool.release_pages(values)
                 return
-            if self.on_cpu:
-                pages = values[0] if len(values) == 1 else np.concatenate(values)
-            else:
-                pages = values[0] if len(values) == 1 else torch.cat(values)
+            pages = values[0] if len(values) == 1 else np.concatenate(values)
             pool.disown_pages(pages)  # back on the caller side, for the override's free
         self._pool.free(self.to_tensor(values))

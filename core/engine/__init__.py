@@ -8,11 +8,12 @@ prompt. ``tiny_chat_requests()`` is the built-in CPU-sized workload.
 from __future__ import annotations
 
 from radix_evict.engine.loop import Engine, EngineRequest, build_engine, run_engine_replay
-from radix_evict.engine.model import KVBuffers, TinyConfig, TinyDecoder
+from radix_evict.engine.model import MODEL_PRESETS, KVBuffers, TinyConfig, TinyDecoder
 from radix_evict.engine.result import EngineResult
 from radix_evict.engine.workload import requests_from_workload, tiny_chat_requests
 
 __all__ = [
+    "MODEL_PRESETS",
     "Engine",
     "EngineRequest",
     "EngineResult",

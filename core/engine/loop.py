@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
+from radix_evict.cache.device import resolve_device
 from radix_evict.engine.model import TinyConfig, TinyDecoder
 from radix_evict.engine.result import EngineResult
 
@@ -160,14 +161,17 @@ class Engine:
         plen = len(req.prompt)
         kv_len = plen + req.max_new_tokens - 1
         hit, node, prefix = 0, None, self._empty
+        need = self._ceil_page(kv_len)
         if self.cache is not None:
+            c0 = time.perf_counter()
             m = self.cache.match_prefix(list(req.prompt[: plen - 1]))
             hit, node, prefix = m.prefix_len, m.last_node, m.indices
             self.cache.inc_lock_ref(node)
-        need = self._ceil_page(kv_len - hit)
-        short = need - self.pool.available_size()
-        if short > 0 and self.cache is not None:
-            self.cache.evict(short)
+            need = self._ceil_page(kv_len - hit)
+            short = need - self.pool.available_size()
+            if short > 0:
+                self.cache.evict(short)
+            res.cache_seconds += time.perf_counter() - c0
         new = self.pool.alloc(need) if need else self._empty
         if new is None:
             if self.cache is not None:
@@ -225,6 +229,7 @@ class Engine:
         if self.cache is None:
             self.pool.free(r.row)
             return
+        c0 = time.perf_counter()
         tokens = list(r.req.prompt) + r.generated[:-1]
         assert len(tokens) == r.length
         aligned = r.length // self.page * self.page
@@ -242,12 +247,7 @@ class Engine:
             self.pool.free(r.row[aligned:])
         assert r.node is not None
         self.cache.dec_lock_ref(r.node)
-
-
-def _default_device() -> torch.device:
-    from radix_evict.cache.pool import default_device
-
-    return default_device()
+        res.cache_seconds += time.perf_counter() - c0
 
 
 def build_engine(
@@ -264,10 +264,10 @@ def build_engine(
     for instance one that poisons freed slots. ``policy`` None is the cache's own default
     (the engine names no policy: the caller chooses).
     """
-    from radix_evict.cache.pool import KVPool, default_device
+    from radix_evict.cache.pool import KVPool
     from radix_evict.cache.radix_cache import RadixCache
 
-    dev = torch.device(device) if device is not None else default_device()
+    dev = resolve_device(device)
     model = TinyDecoder(model_config, seed=seed).to(device=dev, dtype=dtype)
     cfg = model.cfg
     make = pool_factory or KVPool
@@ -292,8 +292,8 @@ def run_engine_replay(
     None leaves torch's setting): the tiny model is mostly per-op overhead,
     and extra threads only add contention and timing noise.
     """
-    dev = torch.device(device) if device is not None else None
-    if cpu_threads is not None and (dev or _default_device()).type == "cpu":
+    dev = resolve_device(device)
+    if cpu_threads is not None and dev.type == "cpu":
         before = torch.get_num_threads()
         torch.set_num_threads(cpu_threads)
         try:

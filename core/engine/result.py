@@ -32,6 +32,7 @@ class EngineResult:
     prefill_tokens: int = 0  # tokens the model ran prefill on (its own counter)
     decode_tokens: int = 0
     wall_seconds: float = 0.0
+    cache_seconds: float = 0.0  # inside the cache's calls (lookup, locks, evict, insert)
     ttft_ms: list[float | None] = field(default_factory=list)
     hits: list[int | None] = field(default_factory=list)  # cached prompt tokens per request
     generated: list[list[int] | None] = field(default_factory=list)
@@ -59,6 +60,11 @@ class EngineResult:
         return percentile([t for t in self.ttft_ms if t is not None], q)
 
     @property
+    def cache_ms_per_request(self) -> float:
+        """The cache's own time per served request, in ms (beside TTFT: what reuse costs)."""
+        return self.cache_seconds * 1e3 / self.completed if self.completed else 0.0
+
+    @property
     def evicted_tokens(self) -> int:
         """Tokens the cache evicted (0 without a cache)."""
         return int(self.cache_stats.get("evicted_tokens", 0))
@@ -83,4 +89,5 @@ class EngineResult:
             "ttft_ms_p90": self.ttft(90),
             "ttft_ms_p99": self.ttft(99),
             "wall_seconds": self.wall_seconds,
+            "cache_ms_per_request": self.cache_ms_per_request,
         }

@@ -100,7 +100,7 @@ class _Setup:
 
 def _set_up(workload: Workload, policy: str | EvictionPolicy, policy_config: Any,
             pool_tokens: int | None, page_size: int,
-            host: HostTierSpec | None = None) -> _Setup:
+            host: HostTierSpec | None = None, device: str = "cpu") -> _Setup:
     """Round the pool to whole pages, resolve the config, build the pool and the cache.
 
     A host tier of less than a page is no host tier: the replay is the one-tier one.
@@ -117,7 +117,7 @@ def _set_up(workload: Workload, policy: str | EvictionPolicy, policy_config: Any
         run_config = resolve_config(workload, name, policy_config)
     else:  # a policy object carries its own config
         run_config = RunConfig(None, NONE)
-    pool = KVPool(size=pool_size, page_size=P, device="cpu", layers=0)
+    pool = KVPool(size=pool_size, page_size=P, device=device, layers=0)
     if host is not None and host.size_for(pool_size, P) == 0:
         host = None
     tier: dict[str, Any] = {} if host is None else {"host_tier": host}
@@ -306,6 +306,7 @@ def replay(
     timing: TimingSpec | None = None,
     on_admit: Callable[[Request], None] | None = None,
     host: HostTierSpec | None = None,
+    device: str = "cpu",
 ) -> ReplayResult:
     """Replay ``workload`` through a fresh cache and return its figures.
 
@@ -324,11 +325,13 @@ def replay(
     is called as each request is first admitted (the timed oracle's clock).
     ``host`` adds a host tier (SGLang's HiCache; less than a page: none): a
     match that reaches host-only KV loads it back, and the result's ``host``
-    splits the hits between the tiers and counts the traffic.
+    splits the hits between the tiers and counts the traffic. ``device`` is the
+    device pool's (``cuda``: index-only slots handed out on the GPU, as an
+    engine's; the decisions are the cpu pool's).
     Raises ReplayError if, after the replay, a lock is still held or the pool
     and the tree do not account for every slot.
     """
-    s = _set_up(workload, policy, policy_config, pool_tokens, page_size, host)
+    s = _set_up(workload, policy, policy_config, pool_tokens, page_size, host, device)
     tally = Tally(workload.num_requests, timeline_points, keep_requests)
     if timing is not None:
         from radix_evict.sim.timed.run import serve

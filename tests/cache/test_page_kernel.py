@@ -1,9 +1,9 @@
 """Every implementation of the pool's page checks decides alike.
 
 Owner tables take the same random transfers and checks: one through the C
-page loops (``_page_kernel``, where built), one through numpy (the
-interpreted build's way), and one driven through torch ops on cpu tensors
-(the code a GPU pool runs; no GPU is needed to check its logic). Every check
+page loops (``_page_kernel``, where built) and one through numpy (the
+interpreted build's way); a pool on any device keeps this state on the host,
+so these are all the implementations there are. Every check
 must pass or fail alike, with the same message, and leave the same free list
 and owners behind. The pages checked include every misuse: outside the pool,
 negative, free, a node's, listed twice, from several allocations.
@@ -30,34 +30,26 @@ NUM_PAGES = 24
 
 
 def numpy_owners() -> PageOwners:
-    owners = PageOwners(NUM_PAGES, 1, torch.device("cpu"))
+    owners = PageOwners(NUM_PAGES, 1)
     owners._kernel = None
-    return owners
-
-
-def torch_owners() -> PageOwners:
-    """Owners on cpu tensors, driven the way a pool on another device is."""
-    owners = numpy_owners()
-    owners._on_cpu = False
-    owners.stack, owners.tag, owners._mark, owners.count = owners._tensors
     return owners
 
 
 def twins() -> list[PageOwners]:
     """The implementations to compare; the first is the one the tests read state from."""
-    made = [numpy_owners(), torch_owners()]
+    made = [numpy_owners()]
     if KERNEL is not None:
-        made.insert(0, PageOwners(NUM_PAGES, 1, torch.device("cpu")))
+        made.insert(0, PageOwners(NUM_PAGES, 1))
         assert made[0]._kernel is not None
     return made
 
 
 def as_input(owners: PageOwners, value: Any) -> Any:
-    """``value`` (pages, or a list of them) in the array type ``owners`` computes with."""
+    """``value`` (pages, or a list of them), a copy for each implementation."""
     if isinstance(value, list):
         return [as_input(owners, v) for v in value]
-    if isinstance(value, np.ndarray) and not owners._on_cpu:
-        return torch.from_numpy(value.copy())
+    if isinstance(value, np.ndarray):
+        return value.copy()
     return value
 
 
