@@ -37,6 +37,7 @@ from .simulate_host import (
     WritePolicyOpt,
     WriteThresholdOpt,
     build_host,
+    check_host_fits,
     check_transfer,
     host_json,
     host_table,
@@ -350,6 +351,7 @@ def simulate(
     host = build_host(host_tokens=host_tokens, hicache_ratio=hicache_ratio,
                       write_policy=write_policy, write_threshold=write_threshold,
                       host_policy=host_policy, host_config=host_config)
+    check_host_fits(host, [pool_tokens] if pool_tokens else [])
     if timed is not None:
         check_transfer(host, timed.cost_model)
     if model is not None:
@@ -387,6 +389,7 @@ def simulate(
         wls = build_workloads(name, params, seed)
         runs = build_runs(policy, config)
     check_workload_pools(wls, pool_tokens, page_size)
+    check_host_fits(host, [pool_tokens or wl.default_pool_tokens for wl in wls])
     common: dict[str, Any] = {"verbose": bool(getattr(ctx.obj, "verbose", False)),
                               "pool_tokens": pool_tokens, "page_size": page_size, "seed": seed,
                               "json_out": json_out, "plot": plot, "metrics": metrics,

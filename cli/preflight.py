@@ -41,12 +41,21 @@ def check_pool(pool_tokens: int | None, page_size: int, *, memory: int | None = 
     if pool_tokens < page_size:
         raise CliError(f"--pool-tokens {pool_tokens:,} holds no whole page of --page-size "
                        f"{page_size:,} tokens: give a pool of at least one page", EXIT_USAGE)
+    check_fits(f"--pool-tokens {pool_tokens:,}", "a pool that size", pool_tokens,
+               POOL_BYTES_PER_TOKEN, memory=memory)
+
+
+def check_fits(option: str, what: str, tokens: float, bytes_per_token: int, *,
+               memory: int | None = None) -> None:
+    """The one memory rule for a size the user gives (a pool, a host tier): ``tokens`` at
+    ``bytes_per_token`` must fit in this machine's memory, checked before anything is
+    allocated. ``tokens`` may be a float (a ratio's product), infinite included."""
     ram = physical_memory() if memory is None else memory
-    need = pool_tokens * POOL_BYTES_PER_TOKEN
-    if ram is not None and need > ram:
-        raise CliError(f"--pool-tokens {pool_tokens:,}: a pool that size needs about "
-                       f"{need / GIB:,.1f} GiB ({POOL_BYTES_PER_TOKEN} bytes a token), more than "
-                       f"this machine's {ram / GIB:,.1f} GiB", EXIT_USAGE)
+    need = tokens * bytes_per_token
+    if ram is not None and not need <= ram:
+        size = f"about {need / GIB:,.1f}" if need < 1e15 * GIB else "over 1e15"
+        raise CliError(f"{option}: {what} needs {size} GiB ({bytes_per_token} bytes a "
+                       f"token), more than this machine's {ram / GIB:,.1f} GiB", EXIT_USAGE)
 
 
 def check_workload_pools(workloads: Iterable[Workload], pool_tokens: int | None,

@@ -8,7 +8,8 @@ hits came from.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -23,12 +24,17 @@ from radix_evict.sim.timed.cost import CostModel
 
 from .errors import EXIT_INVALID, EXIT_USAGE, CliError
 from .options import problem_lines, problems_code, read_config_arg
+from .preflight import check_fits
+
+# What a host tier costs per token (its KVPool(layers=0) and the host ledgers; measured:
+# about 27 bytes a token), for the memory rule --pool-tokens is checked by.
+HOST_BYTES_PER_TOKEN = 27
 from .output import pct
 
 # The options' help, shared with ``sweep`` (cli/sweep_host.py), whose options take lists.
 HOST_TOKENS_HELP = "Add a host tier (SGLang's HiCache) of N tokens; 0 = none (the one-tier replay)."
-HICACHE_RATIO_HELP = ("Add a host tier sized as SGLang sizes --hicache-ratio R: floor(pool x R) "
-                      "rounded down to pages, plus one page.")
+HICACHE_RATIO_HELP = ("Add a host tier sized as SGLang sizes --hicache-ratio R (a number above "
+                      "0): floor(pool x R) rounded down to pages, plus one page.")
 WRITE_POLICY_HELP = ("With a host tier: write_through (default; back up every new node), "
                      "write_through_selective (on its second insert) or write_back (on device "
                      "eviction).")
@@ -40,8 +46,8 @@ HOST_CONFIG_HELP = "With --host-policy: its config (JSON or @FILE), checked stri
 
 HostTokensOpt = Annotated[int | None, typer.Option(
     "--host-tokens", min=0, help=HOST_TOKENS_HELP)]
-HicacheRatioOpt = Annotated[float | None, typer.Option(
-    "--hicache-ratio", min=0.0, help=HICACHE_RATIO_HELP)]
+HicacheRatioOpt = Annotated[float | None, typer.Option(  # R > 0: build_host says so
+    "--hicache-ratio", help=HICACHE_RATIO_HELP)]
 WritePolicyOpt = Annotated[str | None, typer.Option("--write-policy", help=WRITE_POLICY_HELP)]
 WriteThresholdOpt = Annotated[int | None, typer.Option(
     "--write-threshold", min=1, help=WRITE_THRESHOLD_HELP)]
@@ -65,8 +71,9 @@ def build_host(*, host_tokens: int | None, hicache_ratio: float | None,
             raise CliError(f"{', '.join(given)}: host-tier options; add --host-tokens N or "
                            "--hicache-ratio R", EXIT_USAGE)
         return None
-    if hicache_ratio is not None and not hicache_ratio > 0:
-        raise CliError(f"--hicache-ratio must be above 0, got {hicache_ratio}", EXIT_USAGE)
+    if hicache_ratio is not None and not (math.isfinite(hicache_ratio) and hicache_ratio > 0):
+        raise CliError(f"--hicache-ratio must be above 0 and finite, got {hicache_ratio}",
+                       EXIT_USAGE)
     policy = write_policy or WRITE_POLICIES[0]
     if policy not in WRITE_POLICIES:
         from radix_evict.suggest import did_you_mean
@@ -94,6 +101,23 @@ def build_host(*, host_tokens: int | None, hicache_ratio: float | None,
         tokens=host_tokens, ratio=hicache_ratio, write_policy=policy,
         write_threshold=write_threshold, policy=host_policy, policy_config=config,
     )
+
+
+def check_host_fits(host: HostTierSpec | None, pools: Iterable[int] = (), *,
+                    memory: int | None = None) -> None:
+    """The host tier must fit in memory, by ``--pool-tokens``' own rule (before any replay):
+    ``--host-tokens`` as given, ``--hicache-ratio`` for each device pool in ``pools``."""
+    if host is None:
+        return
+    if host.tokens is not None:
+        check_fits(f"--host-tokens {host.tokens:,}", "a host tier that size", host.tokens,
+                   HOST_BYTES_PER_TOKEN, memory=memory)
+        return
+    assert host.ratio is not None
+    for pool in pools:
+        check_fits(f"--hicache-ratio {host.ratio:g}", f"a host tier of {host.ratio:g} x the "
+                   f"{pool:,}-token pool", pool * host.ratio, HOST_BYTES_PER_TOKEN,
+                   memory=memory)
 
 
 def check_transfer(host: HostTierSpec | None, model: CostModel) -> None:

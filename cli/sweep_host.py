@@ -34,6 +34,7 @@ from .simulate_host import (
     WRITE_POLICY_HELP,
     WRITE_THRESHOLD_HELP,
     build_host,
+    check_host_fits,
     check_transfer,
 )
 from .sweep_grid import count_values
@@ -165,6 +166,7 @@ def check_host(parts: GridParts) -> None:
                           host_config=_config_text(configs.get(point["host_policy"])))
         if host is None:  # no host tier, and no host option given: nothing more to check
             return
+        check_host_fits(host, [p for p in parts.pool_tokens or [] if p])
     if parts.timing and any(t != 0 for t in parts.host_tokens or [1]):
         for spec in parts.cost_models or [DEFAULT_COST_MODEL]:
             try:

@@ -72,6 +72,46 @@ def test_bad_options_name_the_option(args: list[str], needle: str) -> None:
     assert needle in r.output
 
 
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--hicache-ratio", "inf"], "--hicache-ratio must be above 0 and finite, got inf"),
+    (["--hicache-ratio", "nan"], "--hicache-ratio must be above 0 and finite, got nan"),
+    (["--hicache-ratio", "1e308"], "--hicache-ratio 1e+308: a host tier of 1e+308 x the "
+                                   "6,000-token pool needs over 1e15 GiB (27 bytes a token)"),
+    (["--hicache-ratio", "1e15"], "--hicache-ratio 1e+15: a host tier of 1e+15 x the "
+                                  "6,000-token pool needs about"),
+    (["--host-tokens", "2000000000"], "--host-tokens 2,000,000,000: a host tier that size needs "
+                                      "about 50.3 GiB (27 bytes a token), more than this "
+                                      "machine's 16.0 GiB"),
+])
+def test_a_host_tier_too_large_for_memory_is_refused_up_front(
+        monkeypatch: pytest.MonkeyPatch, args: list[str], needle: str) -> None:
+    monkeypatch.setattr("radix_evict.cli.preflight.physical_memory", lambda: 16 * 2**30)
+    r = run_cli("simulate", *SMALL, "-p", "lru", *args)
+    assert r.exit_code == 2, r.output
+    assert needle in " ".join(r.output.split()), r.output
+    assert "internal error" not in r.output
+
+
+def test_a_ratio_is_checked_against_each_default_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("radix_evict.cli.preflight.physical_memory", lambda: 16 * 2**30)
+    r = run_cli("simulate", "--param", "convs=30", "-p", "lru", "--hicache-ratio", "1e12")
+    assert r.exit_code == 2 and "a host tier of 1e+12 x the" in r.output, r.output
+
+
+def test_the_ratio_help_says_above_0() -> None:
+    import click
+    import typer
+
+    from radix_evict.cli import app
+
+    command = typer.main.get_command(app).commands["simulate"]  # type: ignore[attr-defined]
+    ratio = next(p for p in command.params if p.name == "hicache_ratio")
+    record = ratio.get_help_record(click.Context(command))
+    assert record is not None
+    assert "(a number above 0)" in record[1]
+    assert "x>=0" not in record[1]  # click's range text: 0 is refused
+
+
 def test_timed_with_a_host_tier_reports_copy_wait() -> None:
     data = simulate_json(*SMALL, "--timing", "--hicache-ratio", "1", "--write-policy", "write_back",
                     "-p", "lru")
