@@ -2,6 +2,8 @@
 export NO_MKDOCS_2_WARNING := 1
 PYTHON ?= python3
 VENV   ?= .venv
+# VENV_FLAGS=--system-site-packages lets the venv use a torch the machine has (a CUDA build).
+VENV_FLAGS ?=
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
@@ -12,7 +14,7 @@ STAMP  := $(VENV)/.installed
 COMPILED := $(addprefix core/cache/,$(addsuffix .py,args tree eviction ownership slots pool host_tier radix_cache))
 
 $(STAMP): pyproject.toml setup.py core/cache/compiled.py $(COMPILED) core/cache/_page_kernel.c plugins_example/pyproject.toml plugins_example/classics/pyproject.toml plugins_example/learned/pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 	# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "torch==2.13.0"
 	$(PIP) install -q -e ".[dev]" -e ./plugins_example -e ./plugins_example/classics -e ./plugins_example/learned
