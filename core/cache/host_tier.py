@@ -128,6 +128,8 @@ class HostStats:
     reclaimed_tokens: int = 0  # host copies of device-resident nodes freed (write_back)
     dropped_tokens: int = 0  # host-only KV dropped with an unbacked device parent
     unevicted_tokens: int = 0  # host-only nodes given fresh device KV by an insert
+    reset_host_only_tokens: int = 0  # host-only KV freed by the cache's ``reset``
+    reset_held_tokens: int = 0  # host copies (of either kind) freed by ``reset``
     extra: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, int]:

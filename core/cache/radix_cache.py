@@ -1120,11 +1120,15 @@ class RadixCache:
         values = [x.value for x in nodes if x.value is not None]
         if values:
             self._slots.release(values)  # first: if the pool refuses, the tree is as it was
+        P = self.page_size
+        self.stats.reset_tokens += sum(len(v) for v in values) * P
         host = self._host
         if host is not None:
             copies = [x.host_value for x in nodes if x.host_value is not None]
             if copies:
                 host.pool.release_pages(copies)
+            host.stats.reset_held_tokens += sum(len(c) for c in copies) * P
+            host.stats.reset_host_only_tokens += host.host_only_tokens
             host.reset()
         empty = self._slots.empty
         for x in nodes:  # detached and empty, as an evicted node is

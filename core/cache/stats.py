@@ -19,6 +19,7 @@ class CacheStats:
     evicted_tokens: int = 0
     evicted_nodes: int = 0
     eviction_seconds: float = 0.0
+    reset_tokens: int = 0  # device KV freed by ``reset`` (so the ledgers still add up)
 
     @property
     def hit_rate(self) -> float:

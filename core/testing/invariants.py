@@ -136,11 +136,11 @@ def check_host_tier(cache: RadixCache, ledger: bool = True) -> int:
     another host-only node), hold no device KV, no device children and no lock;
     every host copy is whole pages of the host pool, each page held once and
     tagged as a node's; the host pool's free + held pages are its size; the host
-    driver's candidates are exactly the host leaves. With ``ledger`` (no
-    ``reset`` since the cache was made), every token's KV is accounted for:
-    on device = inserted + given back fresh KV + loaded back - evicted from
-    device; on host only = demoted - put back on device - host-evicted - dropped;
-    held on host = written - host-evicted - reclaimed - dropped. Returns the
+    driver's candidates are exactly the host leaves. With ``ledger``, every
+    token's KV is accounted for: on device = inserted + given back fresh KV +
+    loaded back - evicted from device - freed by ``reset``; on host only =
+    demoted - put back on device - host-evicted - dropped - reset; held on
+    host = written - host-evicted - reclaimed - dropped - reset. Returns the
     number of host-only nodes (the caller counts device nodes).
     """
 
@@ -207,20 +207,23 @@ def check_host_tier(cache: RadixCache, ledger: bool = True) -> int:
         fail("the host driver's candidates are not exactly the host leaves")
     if ledger:
         st, hs = cache.stats, host.stats
-        on_device = st.inserted_tokens + hs.unevicted_tokens + hs.loaded_tokens - st.evicted_tokens
+        on_device = (st.inserted_tokens + hs.unevicted_tokens + hs.loaded_tokens
+                     - st.evicted_tokens - st.reset_tokens)
         if on_device != cache.total_size():
             fail(f"device ledger: inserted {st.inserted_tokens} + fresh {hs.unevicted_tokens} + "
-                 f"loaded {hs.loaded_tokens} - evicted {st.evicted_tokens} = {on_device}, "
-                 f"but the device holds {cache.total_size()}")
+                 f"loaded {hs.loaded_tokens} - evicted {st.evicted_tokens} - reset "
+                 f"{st.reset_tokens} = {on_device}, but the device holds {cache.total_size()}")
         only = (hs.demoted_tokens - hs.unevicted_tokens - hs.loaded_tokens - hs.evicted_tokens
-                - hs.dropped_tokens)
+                - hs.dropped_tokens - hs.reset_host_only_tokens)
         if only != host_only_tokens:
             fail(f"host-only ledger: demoted {hs.demoted_tokens} - put back "
                  f"{hs.unevicted_tokens + hs.loaded_tokens} - evicted {hs.evicted_tokens} - "
-                 f"dropped {hs.dropped_tokens} = {only}, but {host_only_tokens} are host-only")
-        kept = hs.written_tokens - hs.evicted_tokens - hs.reclaimed_tokens - hs.dropped_tokens
+                 f"dropped {hs.dropped_tokens} - reset {hs.reset_host_only_tokens} = {only}, "
+                 f"but {host_only_tokens} are host-only")
+        kept = (hs.written_tokens - hs.evicted_tokens - hs.reclaimed_tokens - hs.dropped_tokens
+                - hs.reset_held_tokens)
         if kept != len(held) * P:
             fail(f"host ledger: written {hs.written_tokens} - evicted {hs.evicted_tokens} - "
-                 f"reclaimed {hs.reclaimed_tokens} - dropped {hs.dropped_tokens} = {kept}, but "
-                 f"the host holds {len(held) * P}")
+                 f"reclaimed {hs.reclaimed_tokens} - dropped {hs.dropped_tokens} - reset "
+                 f"{hs.reset_held_tokens} = {kept}, but the host holds {len(held) * P}")
     return host_only

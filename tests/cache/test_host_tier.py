@@ -244,3 +244,31 @@ def test_random_requests_keep_both_tiers_consistent(write_policy: str, page_size
                 check_cache(rig.cache)
         st = rig.host.stats
         assert st.written_tokens > 0
+
+
+@pytest.mark.parametrize("write_policy", ["write_through", "write_back", "write_through_selective"])
+def test_the_ledgers_add_up_after_a_reset_and_after_more_work(write_policy: str) -> None:
+    """``reset`` frees KV on both tiers; the ledgers count it (issue #36: a false failure)."""
+    pool = KVPool(size=64, device="cpu")
+    cache = RadixCache(pool, policy="lru",
+                       host_tier=HostTierSpec(tokens=64, write_policy=write_policy))
+
+    def work(base: int) -> None:
+        for i in range(12):
+            key = list(range(base + i * 100, base + i * 100 + 16))
+            cache.match_prefix(key)
+            for _ in range(3):  # insert hits: write_through_selective backs up past its threshold
+                if pool.available_size() < 16:
+                    cache.evict(16)
+                slots = pool.alloc(16)
+                assert slots is not None
+                cache.insert(key, slots)  # a repeat frees its duplicate slots
+
+    work(0)
+    assert cache.host_tier is not None and cache.host_tier.stats.written_tokens > 0
+    check_cache(cache)
+    cache.reset()
+    assert cache.stats.reset_tokens > 0 and cache.host_tier.stats.reset_held_tokens > 0
+    check_cache(cache)
+    work(10_000)
+    check_cache(cache)
