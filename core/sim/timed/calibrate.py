@@ -17,6 +17,7 @@ in percent of the measured times, so a user sees how far to trust the model.
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import math
 from collections.abc import Sequence
@@ -26,12 +27,19 @@ from typing import Any
 
 import numpy as np
 
+from radix_evict.inputs import CSV_BYTES, InputFileError, read_text
 from radix_evict.sim.timed.cost import CostModel, CostModelError, attention_pairs, from_mapping
 
-__all__ = ["FitError", "Point", "calibrate", "fit", "read_points", "to_toml"]
+__all__ = ["FITTED_BY", "FitError", "Point", "calibrate", "fit", "read_points", "to_toml"]
 
 COLUMNS = ("uncached", "cached", "batch", "ms")
 KINDS = ("prefill", "decode")
+# What one measured step can hold: no step is a trillion tokens or a day long, and these keep
+# the fit's sums (attention pairs, squared times) far inside float's range.
+MAX_TOKENS = 1e12
+MAX_STEP_MS = 86_400_000.0  # one day
+MAX_FIELD = 100  # characters of one number
+MAX_LINE = 1_000  # characters of one row: a few numbers and a kind
 
 
 @dataclass(frozen=True)
@@ -69,33 +77,75 @@ def _number(path: str, line: int, col: str, text: str | None, integer: bool) -> 
         raise CostModelError(f"{path}:{line}: column {col!r}: {text!r} is not a number") from None
     if not math.isfinite(value) or value < 0:
         raise CostModelError(f"{path}:{line}: column {col!r}: {text!r} must be >= 0")
+    limit, unit = (MAX_TOKENS, "in one step") if integer else (MAX_STEP_MS, "ms for one step")
+    if value > limit:
+        raise CostModelError(f"{path}:{line}: column {col!r}: {text!r} is over the limit of "
+                             f"{limit:g} {unit}")
     if integer and value != int(value):
         raise CostModelError(f"{path}:{line}: column {col!r}: {text!r} must be a whole number")
     return value
 
 
-def read_points(path: str | Path) -> list[Point]:
-    """The CSV's points; an error names the file, the line and the column."""
-    where = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CostModelError(f"{where}: cannot read: {exc}") from None
-    rows = csv.DictReader(text.splitlines())
-    missing = [c for c in COLUMNS if c not in (rows.fieldnames or [])]
+def _header(where: str, header: list[str]) -> dict[str, int]:
+    """Each column's index; a missing column or one named twice is an error naming it."""
+    twice = sorted({c for c in header if c and header.count(c) > 1})
+    if twice:
+        raise CostModelError(f"{where}:1: column(s) {', '.join(twice)} given twice; which one "
+                             "holds the measurements is not clear: keep one")
+    missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise CostModelError(f"{where}: missing column(s) {', '.join(missing)} (header: "
                              f"{', '.join(COLUMNS)}[, kind])")
+    return {c: i for i, c in enumerate(header)}
+
+
+def _long_line(where: str, line: int, text: str, header: list[str]) -> CostModelError:
+    """A line no measured step makes: name the first field that is too long."""
+    fields = text.split(",")
+    i = next((i for i, f in enumerate(fields) if len(f) > MAX_FIELD), len(fields) - 1)
+    col = repr(header[i]) if i < len(header) else f"{i + 1}"
+    return CostModelError(f"{where}:{line}: column {col}: a field of {len(fields[i]):,} "
+                          f"characters (a line of {len(text):,}); a measured step is a few "
+                          f"numbers, at most {MAX_FIELD:,} characters each")
+
+
+def read_points(path: str | Path) -> list[Point]:
+    """The CSV's points; an error names the file, the line and the column.
+
+    Read through the bounded reader (a regular file, at most CSV_BYTES, a BOM dropped).
+    Line numbers are the file's own (blank lines count); a line longer than any measured
+    step's is refused before the csv module sees it.
+    """
+    where = str(path)
+    try:
+        text = read_text(path, limit=CSV_BYTES, what="a CSV of measured steps")
+    except InputFileError as exc:
+        raise CostModelError(str(exc)) from None
+    lines = text.splitlines()
+    header_row = lines[0].split(",") if lines else []  # to name a long line's column
+    for n, raw in enumerate(lines, start=1):
+        if len(raw) > MAX_LINE:
+            raise _long_line(where, n, raw, header_row)
+    rows = csv.reader(io.StringIO(text, newline=""))
     points = []
-    for line, row in enumerate(rows, start=2):
-        u, c, b = (int(_number(where, line, k, row.get(k), True)) for k in COLUMNS[:3])
-        ms = _number(where, line, "ms", row.get("ms"), False)
-        kind = (row.get("kind") or "").strip() or ("prefill" if u > 0 else "decode")
-        if kind not in KINDS:
-            raise CostModelError(f"{where}:{line}: kind {kind!r}: use prefill or decode")
-        if b < 1:
-            raise CostModelError(f"{where}:{line}: column 'batch' must be >= 1")
-        points.append(Point(kind, u, c, b, ms))
+    try:
+        index = _header(where, next(rows, []))
+        for row in rows:
+            line = rows.line_num
+            if not any(field.strip() for field in row):
+                continue
+            cell = {c: (row[i] if i < len(row) else None) for c, i in index.items()}
+            u, c, b = (int(_number(where, line, k, cell[k], True)) for k in COLUMNS[:3])
+            ms = _number(where, line, "ms", cell["ms"], False)
+            kind = (cell.get("kind") or "").strip() or ("prefill" if u > 0 else "decode")
+            if kind not in KINDS:
+                raise CostModelError(f"{where}:{line}: column 'kind': {kind!r}: use prefill or "
+                                     "decode")
+            if b < 1:
+                raise CostModelError(f"{where}:{line}: column 'batch' must be >= 1")
+            points.append(Point(kind, u, c, b, ms))
+    except csv.Error as exc:
+        raise CostModelError(f"{where}:{rows.line_num}: not CSV: {exc}") from None
     if not points:
         raise CostModelError(f"{where}: no points")
     return points
@@ -163,12 +213,16 @@ def fit(points: Sequence[Point], name: str = "calibrated", source: str = ""
     return model, errors
 
 
+# The default ``source`` of a fitted model begins so: how calibrate --out knows its own files.
+FITTED_BY = "fitted by radix-evict calibrate"
+
+
 def calibrate(path: str | Path, name: str | None = None, source: str | None = None
               ) -> tuple[CostModel, list[FitError]]:
     """Read ``path`` and fit: the model (named after the file) and its errors."""
     points = read_points(path)
     stem = Path(path).stem
-    return fit(points, name or stem, source or f"fitted by radix-evict calibrate {path}")
+    return fit(points, name or stem, source or f"{FITTED_BY} {path}")
 
 
 def to_toml(model: CostModel, errors: Sequence[FitError] = ()) -> str:
@@ -186,4 +240,14 @@ def to_toml(model: CostModel, errors: Sequence[FitError] = ()) -> str:
 
 
 def _q(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A TOML basic string: backslash, quote and every control character escaped, so a
+    ``--name`` or a file name holding one reads back (``--cost-model``) as it was."""
+    out = []
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
