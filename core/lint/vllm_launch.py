@@ -19,6 +19,7 @@ from typing import Any
 from radix_evict.errors import ProblemType
 from radix_evict.vllm import names
 from radix_evict.vllm.check import effective_extra
+from radix_evict.vllm.tier import SIZE_KEY, tier_size_problem
 from radix_evict.vllm.verdict import offload_verdict
 
 from .argv import LabelledArg, problem_at
@@ -159,10 +160,13 @@ def _judge(g: _Given, native: bool) -> list[LintProblem]:
         extra = effective_extra(obj, {})
     except ValueError as e:
         return [_at(g, (EXTRA,), "config_type", f"vLLM refuses it: {e}")]
-    if not extra.get("cpu_bytes_to_use") and not native:
+    if not extra.get(SIZE_KEY) and not native:
         return [_at(g, (EXTRA,) if EXTRA in obj else ("kv_connector",), "cpu_bytes_missing",
                     "vLLM fails at startup: cpu_bytes_to_use must be specified in "
                     f"{EXTRA}", hint=f"or launch with {SIZE_FLAG} GIB")]
+    size_problem = None if native else tier_size_problem(extra.get(SIZE_KEY))
+    if size_problem is not None:
+        return [_at(g, (EXTRA, SIZE_KEY), "cpu_bytes_invalid", size_problem)]
     policy, module = extra.get(names.EVICTION_POLICY_KEY), extra.get(names.MODULE_PATH_KEY)
     for key, value in ((names.EVICTION_POLICY_KEY, policy), (names.MODULE_PATH_KEY, module)):
         if value is not None and not isinstance(value, str):

@@ -7,7 +7,8 @@ Every answer comes from vLLM's own code where it exists: its version, its policy
 class that is where radix-evict validates ``radix_eviction_config``. Its notes (what vLLM
 does differently from what the setting seems to say) are :mod:`radix_evict.vllm.verdict`'s,
 the verdict ``radix-evict lint`` gives from vLLM's facts. Nothing else of vLLM's
-is started, and no memory is reserved (the tier is sized to 0 chunks).
+is started, and no memory is reserved (the tier is sized to 0 chunks): the tier's size,
+``cpu_bytes_to_use``, is judged by :mod:`radix_evict.vllm.tier`, vLLM's conversion of it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from radix_evict.vllm import names
+from radix_evict.vllm.tier import SIZE_KEY, tier_size_problem
 from radix_evict.vllm.verdict import ERROR, offload_verdict
 
 
@@ -101,11 +103,11 @@ def check(kv_transfer_config: dict[str, Any] | None = None, *,
                             f"{names.CONNECTOR!r} has the CPU offload tier that reads "
                             f"{names.EVICTION_POLICY_KEY}; this config runs no cache policy")
             return report
-        if "cpu_bytes_to_use" not in extra:
-            report.error = "cpu_bytes_to_use must be specified in kv_connector_extra_config"
-            return report  # vLLM's CPUOffloadingSpec refuses to start with its words
+        report.error = tier_size_problem(extra.get(SIZE_KEY))
+        if report.error is not None:  # vLLM's CPUOffloadingSpec sizes the tier first
+            return report
     else:
-        extra.setdefault("cpu_bytes_to_use", 1)  # keys given alone: the size is not asked
+        extra.setdefault(SIZE_KEY, 1)  # keys given alone: the size is not asked
     _judge(report, factory, extra)
     return report
 
