@@ -91,7 +91,14 @@ from .simulate_report import (
     tier_table,
 )
 from .simulate_setup import ALL, build_runs, build_trace, build_workloads, params_for, workload_list
-from .simulate_timing import build_timing, recommend_timed, timed_table, timing_json
+from .simulate_timing import (
+    build_timing,
+    check_page,
+    recommend_timed,
+    timed_table,
+    timing_json,
+)
+from .writes import ForceOpt, at_files, config_files, cost_model_files, path_inputs
 
 
 def _warn_failed(results: Sequence[ReplayResult]) -> None:
@@ -368,6 +375,7 @@ def simulate(
         if trace is None and len(workload_list(name)) != 1:
             raise CliError("--model tiny replays one workload or one trace (no 'all')",
                            EXIT_USAGE)
+    check_page(timed, page_size)
         if plot is not None or metrics is not None or oracle:
             raise CliError("--plot, --enable-metrics and --oracle are for token replays, "
                            "not --model", EXIT_USAGE)

@@ -17,11 +17,16 @@ import typer
 from radix_evict.sim.failures import RunFailure
 
 from . import output
-from .errors import EXIT_USAGE, CliError
+from .errors import EXIT_INVALID, EXIT_USAGE, CliError
 
 
 def all_failed(failures: Sequence[RunFailure]) -> CliError:
-    """Nothing to show: every run raised."""
+    """Nothing to show: every run raised. An input every run refused is invalid input (exit
+    1), said once; a policy's or radix-evict's own failure is an environment error (exit 2)."""
+    if failures and all(f.blame == "input" for f in failures):
+        reasons = dict.fromkeys(f.error.split(": input refused: ", 1)[-1] for f in failures)
+        return CliError("input refused: " + "; ".join(reasons), EXIT_INVALID,
+                        [f.to_dict() for f in failures])
     return CliError("every policy run failed:\n" + "\n".join(f"  - {f}" for f in failures),
                     EXIT_USAGE, [f.to_dict() for f in failures])
 

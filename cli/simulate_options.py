@@ -61,7 +61,8 @@ OracleOpt = Annotated[bool, typer.Option(
     "--oracle",
     help="Also replay the offline bound (Belady: evict the leaf used again farthest in the "
          "future) and the infinite-pool ceiling; adds an 'oracle' row and each policy's share "
-         "of the lru-to-oracle gap. A reference, not a policy you can run.")]
+         "of the lru-to-oracle gap. A reference, not a policy you can run. With --timing the "
+         "oracle is a Belady-guided replay, not a bound: no gap is measured against it.")]
 JobsOpt = Annotated[int | None, typer.Option(
     "--jobs", "-j", min=1,
     help="Worker processes for the replays (default: planned from the cores; more processes "

@@ -46,7 +46,8 @@ def _reference_lines(ax: Any, bound: Bound | None, timeline: bool = False) -> No
     """The oracle and the infinite-pool ceiling as horizontal lines (overall hit rates)."""
     if bound is None:
         return
-    for value, name, style in ((bound.oracle.hit_rate, "oracle (offline bound)", "--"),
+    oracle = "oracle (offline bound)" if bound.is_bound else "oracle (Belady-guided)"
+    for value, name, style in ((bound.oracle.hit_rate, oracle, "--"),
                                (bound.ceiling.hit_rate, "ceiling (infinite pool)", ":")):
         ax.axhline(100 * value, color="black", linestyle=style, linewidth=1,
                    label=f"{name}{' overall' if timeline else ''} {100 * value:.1f}%")

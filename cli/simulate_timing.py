@@ -16,6 +16,7 @@ from radix_evict.sim.bound import Bound
 from radix_evict.sim.results import ReplayResult
 from radix_evict.sim.timed.arrivals import ArrivalSpec
 from radix_evict.sim.timed.cost import CostModelError, load_cost_model
+from radix_evict.sim.timed.limits import TimedInputError, check_chunk
 from radix_evict.sim.timed.server import SchedulerSpec
 from radix_evict.sim.timed.spec import TimingSpec
 from radix_evict.sim.winner import (
@@ -62,14 +63,33 @@ def build_timing(*, timing: bool, seed: int, objective: str, **opts: Any) -> Tim
         sched["max_running"] = opts["max_running"]
     if opts.get("chunked_prefill_size") is not None:
         sched["chunked_prefill_size"] = opts["chunked_prefill_size"]
+    try:
+        arrivals = ArrivalSpec(rate=opts.get("rate"), concurrency=opts.get("concurrency"),
+                               time_scale=opts.get("time_scale") or 1.0, seed=seed)
+    except TimedInputError as exc:
+        raise timed_usage_error(exc) from None
     return TimingSpec(
         cost_model=cost,
-        arrivals=ArrivalSpec(rate=opts.get("rate"), concurrency=opts.get("concurrency"),
-                             time_scale=opts.get("time_scale") or 1.0, seed=seed),
+        arrivals=arrivals,
         scheduler=SchedulerSpec(**sched),
         slo_ttft_ms=opts.get("slo_ttft"),
         slo_tpot_ms=opts.get("slo_tpot"),
     )
+
+
+def timed_usage_error(exc: TimedInputError) -> CliError:
+    """A timed-replay limit the options broke, naming the option (``--time-scale``)."""
+    return CliError(f"--{exc.field.replace('_', '-')}: {exc}", EXIT_USAGE)
+
+
+def check_page(timing: TimingSpec | None, page_size: int) -> None:
+    """Before any replay: a chunk budget the page size cannot cut (a usage error)."""
+    if timing is None:
+        return
+    try:
+        check_chunk(timing.scheduler.chunked_prefill_size, page_size)
+    except TimedInputError as exc:
+        raise timed_usage_error(exc) from None
 
 
 def _ms(x: float) -> str:
@@ -93,19 +113,35 @@ def timed_table(results: Sequence[ReplayResult], winner: str, title: str,
         f = r.timing
         mark = " *" if r.label == winner else ""
         cells = [pct(r.hit_rate), _ms(f.ttft_ms.p50), _ms(f.ttft_ms.p90), _ms(f.ttft_ms.p99),
-                 _ms(f.queue_ms.p99), _ms(f.tpot_ms.p50), _ms(f.e2e_ms.p99),
+                 _ms(f.queue_ms.p99), "-" if f.tpot_ms is None else _ms(f.tpot_ms.p50),
+                 _ms(f.e2e_ms.p99),
                  f"{f.throughput_rps:,.2f}", f"{f.retractions:,}", f"{f.peak_queue:,}"]
         if slo:
             cells[7:7] = [pct(f.slo_attainment or 0.0), f"{f.goodput_rps or 0.0:,.2f}"]
-        t.add_row(r.label + mark, *cells, end_section=r is results[-1] and len(rows) > len(results))
+        name = r.label + mark
+        if bound is not None and r is bound.oracle:
+            name = f"{r.label} (Belady-guided)"
+        t.add_row(name, *cells, end_section=r is results[-1] and len(rows) > len(results))
     first = results[0].timing
     t.caption = (f"* recommended; times in ms of virtual time, cost model {first.cost_model}; "
                  "TTFT = arrival to first token (queueing + prefill)")
     if any(r.timing.refused for r in results):
         t.caption += "; refused requests (too large for the pool) count as SLO misses"
     if bound is not None and bound.oracle.timing:
-        t.caption += "\noracle = Belady deciding evictions in the same timed replay: a bound"
+        t.caption += "\n" + timed_oracle_caption(bound, results)
     return t
+
+
+def timed_oracle_caption(bound: Bound, results: Sequence[ReplayResult]) -> str:
+    """What the timed oracle row is, and who beats it here (on hit rate or p99 TTFT)."""
+    o = bound.oracle.timing
+    assert o is not None
+    hits = bound.beaten_by(results)
+    ttft = [r.label for r in results if r.timing.ttft_ms.p99 < o.ttft_ms.p99]
+    beaten = [f"{', '.join(who)} on {what}" for who, what in ((hits, "hit rate"),
+                                                              (ttft, "p99 TTFT")) if who]
+    return f"oracle = {bound.oracle_is}" + (f"; beaten here by {'; '.join(beaten)}"
+                                             if beaten else "")
 
 
 def recommend_timed(results: Sequence[ReplayResult], objective: str) -> Recommendation:

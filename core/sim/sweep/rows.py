@@ -75,7 +75,7 @@ def timed_figures(result: ReplayResult) -> dict[str, Any]:
     t = result.timing
     return {
         "ttft_p50_ms": t.ttft_ms.p50, "ttft_p90_ms": t.ttft_ms.p90, "ttft_p99_ms": t.ttft_ms.p99,
-        "queue_p99_ms": t.queue_ms.p99, "tpot_p50_ms": t.tpot_ms.p50,
+        "queue_p99_ms": t.queue_ms.p99, "tpot_p50_ms": None if t.tpot_ms is None else t.tpot_ms.p50,
         "e2e_p99_ms": t.e2e_ms.p99, "slo_attainment": t.slo_attainment,
         "throughput_rps": t.throughput_rps, "goodput_rps": t.goodput_rps,
         "retractions": t.retractions, "peak_queue": t.peak_queue,

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from radix_evict.sim.timed.limits import MAX_TIME_SCALE, MIN_RATE, TimedInputError
 from radix_evict.sim.workloads import Request, Workload
 from radix_evict.sim.workloads.base import SessionWorkload
 
@@ -47,13 +48,18 @@ class ArrivalSpec:
     def __post_init__(self) -> None:
         if self.rate is not None and self.concurrency is not None:
             raise ValueError("give a rate or a concurrency, not both")
-        if self.rate is not None and not (self.rate > 0 and math.isfinite(self.rate)):
-            raise ValueError(f"rate must be a positive number of requests per second, "
-                             f"got {self.rate!r}")
+        if self.rate is not None and not (self.rate >= MIN_RATE and math.isfinite(self.rate)):
+            raise TimedInputError(
+                "rate", f"rate must be a finite number of requests per second of at least "
+                        f"{MIN_RATE:g} (slower arrivals outrun the virtual clock's precision), "
+                        f"got {self.rate!r}")
         if self.concurrency is not None and self.concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {self.concurrency!r}")
-        if not (self.time_scale > 0 and math.isfinite(self.time_scale)):
-            raise ValueError(f"time_scale must be positive, got {self.time_scale!r}")
+        if not (0 < self.time_scale <= MAX_TIME_SCALE):
+            raise TimedInputError(
+                "time_scale", f"time_scale must be positive and at most {MAX_TIME_SCALE:g} "
+                              "(larger stretches outrun the virtual clock's precision), got "
+                              f"{self.time_scale!r}")
 
     def describe(self) -> dict[str, object]:
         mode = ("closed loop" if self.concurrency is not None

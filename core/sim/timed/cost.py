@@ -14,6 +14,10 @@ the numbers in a file stay readable.
 A model is a TOML or JSON file with the keys of :class:`CostModel` (unknown
 keys are errors that name the key); presets are such files inside the
 package (``radix_evict/sim/timed/presets``), each with its source written in it.
+Every coefficient is a real number (a string ``"1"`` or ``true`` is refused,
+not coerced), finite and at most :data:`MAX_MS`: a step's time is a sum of
+coefficients times token counts, and a bounded coefficient keeps every such
+sum finite, so a model that validates cannot overflow the replay's clock.
 """
 
 from __future__ import annotations
@@ -49,6 +53,12 @@ __all__ = [
 
 DEFAULT_COST_MODEL = "llama3-8b-h100"
 _PRESETS = "presets"
+# The largest coefficient (ms per unit, about 17 minutes): times a token count (< 2^63) it
+# stays far below float's range, so no step time a valid model gives overflows.
+MAX_MS = 1e6
+MAX_KV_BYTES_PER_TOKEN = 1 << 30  # 1 GiB a token: past any model's KV
+MIN_HOST_GBPS = 1e-6  # 1 kB/s: slower copies would make a step's time overflow instead
+MAX_HOST_GBPS = 1e6
 
 
 class CostModelError(RadixEvictError, ValueError):
@@ -56,37 +66,45 @@ class CostModelError(RadixEvictError, ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Unknown keys refused, values not coerced (``"1"``, ``true``), every number finite."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class PrefillCost(_Strict):
     """One prefill batch: ``base_ms + per_token_ms * new + per_mpair_ms * pairs / 1e6
     + per_cached_ktoken_ms * cached / 1e3``."""
 
-    base_ms: float = Field(ge=0, description="fixed cost of a prefill batch (launch, sampling)")
-    per_token_ms: float = Field(ge=0, description="per uncached (prefilled) token")
+    base_ms: float = Field(ge=0, le=MAX_MS,
+                           description="fixed cost of a prefill batch (launch, sampling)")
+    per_token_ms: float = Field(ge=0, le=MAX_MS, description="per uncached (prefilled) token")
     per_mpair_ms: float = Field(
-        0.0, ge=0, description="per million (new token, earlier token) attention pairs")
+        0.0, ge=0, le=MAX_MS, description="per million (new token, earlier token) attention pairs")
     per_cached_ktoken_ms: float = Field(
-        0.0, ge=0, description="per thousand cached tokens the batch's requests start from")
+        0.0, ge=0, le=MAX_MS,
+        description="per thousand cached tokens the batch's requests start from")
 
 
 class DecodeCost(_Strict):
     """One decode step: ``base_ms + per_request_ms * batch + per_ktoken_ms * context / 1e3``."""
 
-    base_ms: float = Field(ge=0, description="fixed cost of a decode step (weights read once)")
-    per_request_ms: float = Field(ge=0, description="per running request in the batch")
+    base_ms: float = Field(ge=0, le=MAX_MS,
+                           description="fixed cost of a decode step (weights read once)")
+    per_request_ms: float = Field(ge=0, le=MAX_MS, description="per running request in the batch")
     per_ktoken_ms: float = Field(
-        0.0, ge=0, description="per thousand context tokens read (all running requests)")
+        0.0, ge=0, le=MAX_MS,
+        description="per thousand context tokens read (all running requests)")
 
 
 class TransferCost(_Strict):
     """Copies between device and host memory (a host tier's writes and load-backs)."""
 
     kv_bytes_per_token: int = Field(
-        gt=0, description="KV bytes of one token, all layers, K and V (SGLang's host pool size "
-                          "per token)")
-    host_gbps: float = Field(gt=0, description="device <-> host copy bandwidth, GB/s (1e9 B)")
+        gt=0, le=MAX_KV_BYTES_PER_TOKEN,
+        description="KV bytes of one token, all layers, K and V (SGLang's host pool size "
+                    "per token)")
+    host_gbps: float = Field(ge=MIN_HOST_GBPS, le=MAX_HOST_GBPS,
+                             description="device <-> host copy bandwidth, GB/s (1e9 B)")
 
 
 class CostModel(_Strict):
@@ -126,10 +144,19 @@ class CostModel(_Strict):
         growth = d.per_ktoken_ms * batch * 1e-3 * steps * (steps - 1) / 2
         return per_step * steps + growth
 
-    def decode_steps_before(self, batch: int, context: int, budget_ms: float) -> int:
-        """The fewest steps whose total time reaches ``budget_ms`` (at least 1)."""
-        if budget_ms <= 0:
+    def decode_steps_before(self, batch: int, context: int, budget_ms: float,
+                            cap: int) -> int:
+        """The fewest steps (1..``cap``) whose total time reaches ``budget_ms``; ``cap`` if
+        even ``cap`` steps fall short.
+
+        The closed-form root is checked on the exact sum; where float rounding
+        puts it off, a bisection over ``1..cap`` settles it, so the answer costs
+        O(log cap) sums whatever the budget (a budget of 1e45 ms, or a step
+        too small to move a huge clock, was once stepped one count at a time).
+        """
+        if budget_ms <= 0 or cap <= 1:
             return 1
+        total = self.decode_ms
         d = self.decode
         a = d.per_ktoken_ms * batch * 1e-3 / 2  # k^2 coefficient
         b = d.base_ms + d.per_request_ms * batch + d.per_ktoken_ms * context * 1e-3 - a
@@ -139,13 +166,23 @@ class CostModel(_Strict):
             k = budget_ms / b
         else:
             return 1
-        steps = max(1, math.ceil(k - 1e-9))
-        # the float root may be one off either way: settle it on the exact sum
-        while steps > 1 and self.decode_ms(batch, context, steps - 1) >= budget_ms:
-            steps -= 1
-        while self.decode_ms(batch, context, steps) < budget_ms:
-            steps += 1
-        return steps
+        if not k < cap:  # inf or NaN included
+            if total(batch, context, cap) < budget_ms:
+                return cap
+            guess = cap
+        else:
+            guess = max(1, math.ceil(k - 1e-9))
+        if total(batch, context, guess) >= budget_ms and (
+                guess == 1 or total(batch, context, guess - 1) < budget_ms):
+            return guess
+        lo, hi = 1, cap  # the answer lies in lo..hi (hi itself when even cap falls short)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if total(batch, context, mid) >= budget_ms:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
 
     def describe(self) -> dict[str, Any]:
         return self.model_dump()

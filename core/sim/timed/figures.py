@@ -5,6 +5,8 @@ latency, but it counts against SLO attainment and goodput (it was not served
 within any SLO). Every figure has ``to_dict()`` with the JSON keys of
 ``../shared/spec/api.md`` (``ttft_ms``, ``queue_ms``, ``tpot_ms``, ``e2e_ms``,
 ``slo_attainment``, ``throughput_rps``, ``goodput_rps``, ``retractions``).
+``tpot_ms`` is None (JSON null) when no request had a TPOT (every answer one
+token, or none served): a 0 there would read as infinitely fast decoding.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class TimedFigures:
     cost_model: str
     ttft_ms: Latency
     queue_ms: Latency
-    tpot_ms: Latency
+    tpot_ms: Latency | None  # None: no request had a TPOT (all one-token answers)
     e2e_ms: Latency
     finished: int
     refused: int
@@ -97,7 +99,7 @@ def summarize(records: Sequence[JobRecord], *, cost_model: str, retractions: int
         cost_model=cost_model,
         ttft_ms=Latency.of(ttft),
         queue_ms=Latency.of([r.queue for r in ran]),
-        tpot_ms=Latency.of(tpots),
+        tpot_ms=Latency.of(tpots) if tpots else None,
         e2e_ms=Latency.of([r.e2e for r in ran]),
         finished=len(ran),
         refused=len(refused),

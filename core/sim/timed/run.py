@@ -34,7 +34,8 @@ def serve(workload: Workload, cache: RadixCache, pool: Allocator, page_size: int
     arrivals = arrivals_for(workload, timing.arrivals)
     server = Server(cache, pool, page_size, timing.cost_model, arrivals, timing.scheduler,
                     tally, split_prompt=split_prompt, progress=progress,
-                    total=workload.num_requests, on_admit=on_admit, contexts=contexts)
+                    total=workload.num_requests, on_admit=on_admit, contexts=contexts,
+                    workload=workload.name)
     wall0, cpu0 = time.perf_counter(), time.thread_time()
     records = server.run()
     cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0

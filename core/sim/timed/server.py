@@ -54,6 +54,7 @@ from radix_evict.cache.radix_cache import RadixCache
 from radix_evict.sim.tally import Tally
 from radix_evict.sim.timed.arrivals import Arrivals
 from radix_evict.sim.timed.cost import CostModel, attention_pairs
+from radix_evict.sim.timed.limits import check_chunk, check_prompt
 from radix_evict.sim.workloads import Request
 
 __all__ = ["JobRecord", "SchedulerSpec", "Server"]
@@ -65,6 +66,12 @@ NEW_TOKEN_RATIO_DECAY_STEPS = 600
 CLIP_MAX_NEW_TOKENS = 4096
 RETRACT_DECODE_STEPS = 20
 MAX_RUNNING_CAP = 2048  # the default max_running_requests for a long-context model
+# A chunk's checkpoint insert walks the request's whole path, one node per earlier
+# checkpoint: with tiny chunks (--chunked-prefill-size 1) a prompt's checkpoints cost
+# O(chunks^2). Unfinished prompts are checkpointed only every this many tokens (the last
+# chunk always is), so a prompt costs O(prompt / CHECKPOINT_TOKENS) walks at most; chunks
+# this size or larger checkpoint exactly as SGLang does.
+CHECKPOINT_TOKENS = 256
 
 
 @dataclass(frozen=True)
@@ -201,8 +208,11 @@ class Server:
                  split_prompt: bool = True,
                  progress: Callable[[int, int], None] | None = None, total: int = 0,
                  on_admit: Callable[[Request], None] | None = None,
-                 contexts: Callable[[Request], Any] | None = None) -> None:
+                 contexts: Callable[[Request], Any] | None = None,
+                 workload: str = "the workload") -> None:
+        check_chunk(spec.chunked_prefill_size, page_size)
         self.cache, self.pool, self.P = cache, pool, page_size
+        self.workload = workload
         self.pool_size = pool.available_size() + cache.evictable_size()
         self.cost, self.arrivals, self.spec, self.tally = cost, arrivals, spec, tally
         self.split_prompt = split_prompt
@@ -318,6 +328,8 @@ class Server:
         while arrivals.next_time() <= now:
             t = arrivals.next_time()
             job = _Job(arrivals.pop(), t)
+            if not job.plen:
+                check_prompt(job.req.rid, self.workload, job.plen)
             if self.contexts is not None:
                 job.ctx = self.contexts(job.req)
             need = self._pages(job.plen + job.olen)
@@ -485,7 +497,9 @@ class Server:
                 job.first_token = self.now
             # the first output token's page (past a page-aligned prompt) is counted now and
             # made room for by the next decode segment, or taken at finish
-            self.deferred += max(0, self._pages(job.plen + job.generated) - job.held)
+            # (a zero-length answer ends with its prefill: no page to count)
+            self.deferred += max(0, self._pages(job.plen + min(job.generated, job.olen))
+                                 - job.held)
             if job.generated >= job.olen:
                 self._finish(job)
             else:
@@ -501,8 +515,9 @@ class Server:
         priority + 1 as a finish.
         """
         aligned = job.prefilled // self.P * self.P
-        if aligned <= job.tree_len:
-            return
+        if aligned <= job.tree_len or (
+                job.prefilled < job.target and aligned - job.tree_len < CHECKPOINT_TOKENS):
+            return  # nothing new, or a sliver of a chunk: it waits for the next checkpoint
         cache, buf = self.cache, job.buf
         assert buf is not None
         key = job.full[:aligned]
@@ -573,7 +588,7 @@ class Server:
             t_next = self.arrivals.next_time()  # the next pass may admit it: stop there
             if t_next < math.inf:
                 budget_ms = (t_next - self.now) * 1e3
-                steps = min(steps, self.cost.decode_steps_before(n, context, budget_ms))
+                steps = self.cost.decode_steps_before(n, context, budget_ms, steps)
         need = self._pages_for(steps)
         if not self._make_room(need):
             free = self._free()
