@@ -77,4 +77,4 @@ def call_bounded(fn: Callable[[], T], *, seconds: float = 30.0, memory: int = 2 
         raise BoundExceeded(f"needed over {memory / GIB:g} GiB more memory") from error
     if error is not None:
         raise error
-    return done["value"]  # type: ignore[no-any-return]
+    return done["value"]
