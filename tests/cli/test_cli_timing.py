@@ -82,12 +82,91 @@ def test_timed_plot_has_a_ttft_cdf(tmp_path: Path) -> None:
     assert png.read_bytes()[:8] == PNG_MAGIC
 
 
-def test_timed_oracle_bounds_lru_on_a_small_chat() -> None:
+def test_timed_oracle_settles_and_is_reported_as_no_bound() -> None:
     data = simulate_json(*SMALL, "--timing", "-p", "lru", "--oracle")
     rows = {r["label"]: r for r in data["results"]}
-    assert rows["oracle"]["hit_rate"] >= rows["lru"]["hit_rate"]
     assert rows["oracle"]["policy_config"]["self_consistent"] is True
-    assert rows["oracle"]["ttft_ms"]["p99"] <= rows["lru"]["ttft_ms"]["p99"] * 1.05
+    # Issue #36: policies beat it (below), so it is named for what it is, and no gap is
+    # measured against it.
+    assert data["bound"]["oracle_is_bound"] is False
+    assert "not a bound" in data["bound"]["oracle_is"]
+    assert all(r["gap_closed"] is None for r in data["results"])
+
+
+def test_the_issues_timed_oracle_repro_says_who_beats_it() -> None:
+    args = ["--param", "convs=60", "--pool-tokens", "12000", "--no-progress", "--timing",
+            "--oracle", "-p", "lru", "-p", "slru"]
+    data = simulate_json(*args)
+    rows = {r["label"]: r for r in data["results"]}
+    assert rows["lru"]["ttft_ms"]["p99"] < rows["oracle"]["ttft_ms"]["p99"]
+    r = run_cli("simulate", *args)
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.stdout.split())
+    assert "oracle (Belady-guided)" in text and "a reference, not a bound" in text
+    assert "beaten here by lru, slru on p99 TTFT" in text
+    assert ": a bound" not in text
+
+
+def _trace(path: Path, lengths: list[tuple[int, int]]) -> Path:
+    path.write_text("".join(json.dumps({"timestamp": 100 * i, "input_length": il,
+                                        "output_length": ol,
+                                        "hash_ids": [2 * i, 2 * i + 1][:-(-il // 512)]})
+                            + "\n" for i, (il, ol) in enumerate(lengths)))
+    return path
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--time-scale", "1e308"], "--time-scale: time_scale must be positive and at most"),
+    (["--time-scale", "1e25"], "--time-scale: time_scale must be positive and at most"),
+    (["--rate", "1e-45"], "--rate: rate must be a finite number"),
+    (["--chunked-prefill-size", "256", "--page-size", "512"],
+     "--chunked-prefill-size: chunked_prefill_size 256 is smaller than a page (512 tokens)"),
+])
+def test_timed_options_the_clock_cannot_serve_are_refused_up_front(
+        args: list[str], needle: str) -> None:
+    r = run_cli("simulate", "--param", "convs=10", "--no-progress", "--timing", "-p", "lru",
+                *args)
+    assert r.exit_code == 2, r.output
+    assert needle in " ".join(r.stderr.split())
+    assert "failed" not in r.stderr
+
+
+def test_an_empty_prompt_is_the_inputs_fault_not_the_policys(tmp_path: Path) -> None:
+    trace = _trace(tmp_path / "t.jsonl", [(1024, 5), (1024, 5), (0, 5), (1024, 5)])
+    r = run_cli("simulate", "--trace", str(trace), "--page-size", "512", "--no-progress",
+                "--timing", "-p", "lru", "-p", "lfu")
+    assert r.exit_code == 1, r.output
+    text = " ".join(r.stderr.split())
+    assert "request r2 has an empty prompt" in text
+    assert "from radix-evict" not in text and "every policy run failed" not in text
+
+
+def test_zero_length_answers_are_served_and_tpot_absent_shows_a_dash(tmp_path: Path) -> None:
+    trace = _trace(tmp_path / "t.jsonl", [(1024, 0), (1024, 1), (1024, 0)])
+    base = ["--trace", str(trace), "--page-size", "512", "--no-progress", "--timing",
+            "-p", "lru"]
+    data = simulate_json(*base)
+    (row,) = data["results"]
+    assert row["finished"] == 3 and row["tpot_ms"] is None
+    r = run_cli("simulate", *base)
+    assert r.exit_code == 0, r.output
+    lru = next(line for line in r.stdout.splitlines() if "lru" in line)
+    assert lru.split("│")[7].strip() == "-"  # the TPOT p50 column
+
+
+@pytest.mark.parametrize(("prefill", "needle"), [
+    ('base_ms = inf\nper_token_ms = 0.1', "prefill.base_ms: input should be a finite number"),
+    ('base_ms = "1"\nper_token_ms = 0.1', "prefill.base_ms: input should be a valid number"),
+    ('base_ms = 1\nper_token_ms = true', "prefill.per_token_ms: input should be a valid number"),
+])
+def test_a_cost_model_that_would_overflow_or_coerce_is_refused(
+        tmp_path: Path, prefill: str, needle: str) -> None:
+    m = tmp_path / "m.toml"
+    m.write_text(f"[prefill]\n{prefill}\n[decode]\nbase_ms = 1\nper_request_ms = 0.1\n")
+    r = run_cli("simulate", "--param", "convs=5", "--no-progress", "--timing",
+                "--cost-model", str(m), "-p", "lru")
+    assert r.exit_code == 1, r.output
+    assert needle in " ".join(r.stderr.split())
 
 
 def _write_points(path: Path, prefill: tuple[float, float, float],
