@@ -11,12 +11,19 @@ from typing import Annotated
 
 import typer
 
+from radix_evict.outputs import contains
+from radix_evict.sim.timed.calibrate import FITTED_BY, to_toml
 from radix_evict.sim.timed.calibrate import calibrate as fit_file
-from radix_evict.sim.timed.calibrate import to_toml
 from radix_evict.sim.timed.cost import CostModelError
 
 from . import output
-from .errors import EXIT_INVALID, EXIT_USAGE, CliError, mark_json
+from .errors import EXIT_INVALID, CliError, mark_json
+from .preflight import check_output
+from .writes import ForceOpt, path_inputs
+
+# What every model this command writes says in its ``source`` line: a rerun may replace such
+# a file; any other needs --force.
+CALIBRATED = contains(FITTED_BY.encode())
 
 
 def calibrate(
@@ -29,21 +36,20 @@ def calibrate(
     name: Annotated[str | None, typer.Option(
         "--name", help="The model's name (default: the CSV's file name).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+    force: ForceOpt = False,
 ) -> None:
     """Fit a cost model for `simulate --timing` to measured prefill and decode step times."""
     mark_json(ctx.obj, json_out)
+    model_out = check_output(out, "--out", "cost model file", CALIBRATED, force=force,
+                             inputs=path_inputs("POINTS.csv", [points]))
     try:
         model, errors = fit_file(points, name=name)
     except CostModelError as exc:
         raise CliError(str(exc), EXIT_INVALID) from None
     text = to_toml(model, errors)
-    if out is not None:
-        try:
-            out.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise CliError(f"--out {out}: cannot write: {exc.strerror or exc}",
-                           EXIT_USAGE) from None
-        output.note(f"wrote cost model {out}")
+    if model_out is not None:
+        model_out.write_text(text)
+        output.note(f"wrote cost model {model_out.path}")
     if json_out:
         output.emit_json({"cost_model": model.describe(), "fit": [e.to_dict() for e in errors]})
         return

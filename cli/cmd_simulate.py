@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import typer
 
 from radix_evict.cache.host_tier import HostTierSpec
+from radix_evict.outputs import OutputFile
 from radix_evict.sim.bound import Bound
 from radix_evict.sim.failures import RunFailure
 from radix_evict.sim.results import ReplayResult
@@ -109,17 +109,17 @@ def _warn_failed(results: Sequence[ReplayResult]) -> None:
                         "their prompts count as uncached")
 
 
-def _write_extras(plot: Path | None, metrics: Path | None, draw: Any,
+def _write_extras(plot: OutputFile | None, metrics: OutputFile | None, draw: Any,
                   results: Sequence[ReplayResult]) -> None:
     """The optional PNG and Prometheus files, each announced on stderr."""
     if plot is not None:
         draw()
-        output.note(f"wrote plot {plot}")
+        output.note(f"wrote plot {plot.path}")
     if metrics is not None:
         from .simulate_metrics import write_metrics
 
         write_metrics(metrics, results)
-        output.note(f"wrote metrics {metrics}")
+        output.note(f"wrote metrics {metrics.path}")
 
 
 def _bounds(wls: Sequence[Workload], results: Sequence[ReplayResult], *,
@@ -134,8 +134,8 @@ def _bounds(wls: Sequence[Workload], results: Sequence[ReplayResult], *,
 
 
 def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
-                page_size: int, seed: int, json_out: bool, plot: Path | None,
-                metrics: Path | None, progress: bool, jobs: int | None,
+                page_size: int, seed: int, json_out: bool, plot: OutputFile | None,
+                metrics: OutputFile | None, progress: bool, jobs: int | None,
                 oracle: bool = False, verbose: bool = False, timing: TimingSpec | None = None,
                 objective: str = "hit-rate", host: HostTierSpec | None = None) -> None:
     """One workload (or trace): a table per policy and a recommendation."""
@@ -208,8 +208,8 @@ def _run_single(wl: Workload, runs: list[PolicyRun], *, pool_tokens: int | None,
 
 
 def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int | None,
-                page_size: int, seed: int, json_out: bool, plot: Path | None,
-                metrics: Path | None, progress: bool, jobs: int | None,
+                page_size: int, seed: int, json_out: bool, plot: OutputFile | None,
+                metrics: OutputFile | None, progress: bool, jobs: int | None,
                 oracle: bool = False, verbose: bool = False, timing: TimingSpec | None = None,
                 objective: str = "hit-rate", host: HostTierSpec | None = None) -> None:
     """Several workloads: policy x workload matrix with a winner per workload."""
@@ -304,6 +304,7 @@ def simulate(
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
     metrics: MetricsOpt = None,
+    force: ForceOpt = False,
     model: ModelOpt = None,
     device: DeviceOpt = "auto",
     baseline: BaselineOpt = True,
@@ -343,8 +344,15 @@ def simulate(
         raise CliError("give --trace or --workload, not both", EXIT_USAGE)
     if device not in ("auto", "cpu", "cuda"):
         raise CliError(f"--device {device!r}: use auto, cpu or cuda", EXIT_USAGE)
-    check_plot(plot)
-    check_output(metrics, "--enable-metrics")
+    reads = [*path_inputs("--trace", [trace]), *cost_model_files("--cost-model", [cost_model]),
+             *at_files("--config", config), *at_files("--host-config", [host_config])]
+    plot_out = check_plot(plot, force=force, inputs=reads)
+    metrics_out = None
+    if metrics is not None:
+        from .simulate_metrics import METRICS_OURS
+
+        metrics_out = check_output(metrics, "--enable-metrics", "metrics file", METRICS_OURS,
+                                   force=force, inputs=reads)
     if trace is None and (trace_format != "auto" or block_size is not None):
         raise CliError("--trace-format and --block-size go with --trace", EXIT_USAGE)
     params = parse_params(param or [])
@@ -397,10 +405,13 @@ def simulate(
         wls = build_workloads(name, params, seed)
         runs = build_runs(policy, config)
     check_workload_pools(wls, pool_tokens, page_size)
+    named = config_files((r.policy, r.config) for r in runs)  # a weights file is read too
+    plot_out, metrics_out = (None if o is None else o.reading(named)
+                             for o in (plot_out, metrics_out))
     check_host_fits(host, [pool_tokens or wl.default_pool_tokens for wl in wls])
     common: dict[str, Any] = {"verbose": bool(getattr(ctx.obj, "verbose", False)),
                               "pool_tokens": pool_tokens, "page_size": page_size, "seed": seed,
-                              "json_out": json_out, "plot": plot, "metrics": metrics,
+                              "json_out": json_out, "plot": plot_out, "metrics": metrics_out,
                               "progress": progress, "jobs": jobs, "oracle": oracle,
                               "timing": timed, "objective": objective, "host": host}
     if len(wls) == 1 and name != ALL:

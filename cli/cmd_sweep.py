@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from radix_evict.outputs import Input
 from radix_evict.sim.parallel import usable_cores
 from radix_evict.sim.sweep import (
     GridParts,
@@ -50,6 +52,7 @@ from radix_evict.sim.sweep.summary import (
     summary_dict,
     workload_label,
 )
+from radix_evict.sim.timed.cost import CostModel
 from radix_evict.sim.winner import OBJECTIVE_RULES, ObjectiveError
 from radix_evict.sim.workloads import Workload
 
@@ -86,12 +89,13 @@ from .sweep_timing import (
     check_timing,
     timing_options,
 )
+from .writes import ForceOpt, at_files, cost_model_files, path_inputs
 
 EXIT_CELLS_FAILED = 3  # the sweep ran, but some cells failed (their rows say why)
 
 
 def _plan(parts: GridParts, grid_file: Path | None, out: Path | None, *, dry_run: bool,
-          max_cells: int) -> tuple[SweepPlan, str]:
+          max_cells: int, reads: Sequence[Input] = ()) -> tuple[SweepPlan, str]:
     """The checked grid (or a grid file's several grids) and the objective; bad cells and
     bad axis values become CLI errors before anything runs (the timed options by
     simulate's checks, for each grid, and the host tier's too)."""
@@ -105,7 +109,12 @@ def _plan(parts: GridParts, grid_file: Path | None, out: Path | None, *, dry_run
         grids = make_grids(parts)
         for grid in grids:
             check_pools(grid)
-        return plan_sweep(grids, out, write=not dry_run, max_cells=max_cells), objective
+        models = [m for each in parts.expand() for m in each.cost_models or []
+                  if not isinstance(m, CostModel)]
+        reads = [*reads, *path_inputs("--grid", [grid_file]),
+                 *cost_model_files("the cost model", models)]
+        return plan_sweep(grids, out, write=not dry_run, max_cells=max_cells,
+                          inputs=reads), objective
     except SweepGridError as exc:
         problems = exc.problems
         raise CliError(str(exc), problems_code(problems) if problems else 1,
@@ -273,6 +282,7 @@ def sweep(
     jobs: JobsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
+    force: ForceOpt = False,
     oracle: OracleOpt = False,
     hidden: HiddenOpt = False,
     dry_run: DryOpt = False,
@@ -307,7 +317,7 @@ def sweep(
     by Ctrl-C (finished cells are kept in --out; rerun to resume).
     """
     mark_json(ctx.obj, json_out)
-    check_plot(plot)
+    plot_out = check_plot(plot, force=force)
     parts = parts_from_options(
         policies=policy or [], vary=vary or [], pool_tokens=pool_tokens or [],
         page_sizes=page_size or [], workloads=workload or [], traces=trace or [],
@@ -321,7 +331,9 @@ def sweep(
         host_tokens=host_tokens or [], hicache_ratio=hicache_ratio or [],
         write_policy=write_policy or [], host_policy=host_policy or [],
         write_threshold=write_threshold, host_config=host_config or []))
-    plan, objective = _plan(parts, grid_file, out, dry_run=dry_run, max_cells=max_cells)
+    plan, objective = _plan(parts, grid_file, out, dry_run=dry_run, max_cells=max_cells,
+                            reads=at_files("--host-config", host_config or []))
+    plot_out = None if plot_out is None else plot_out.reading(plan.inputs)
     wls = _workloads(plan)  # a missing or bad trace fails now, dry run or not
     executor = ray_executor(ray) if ray is not None and plan.todo and not dry_run \
         else local_executor(jobs)
@@ -347,14 +359,15 @@ def sweep(
         outcome = run_sweep(plan, executor, progress=bar, on_row=on_row, workloads=wls)
     wall = time.perf_counter() - t0
     _report(plan, outcome, wall, json_out=json_out, out=out, objective=objective)
-    if plot is not None and outcome.rows:
+    if plot_out is not None and outcome.rows:
         from .sweep_plot import HOST_TITLE, TITLE, plot_curves, plot_host_curves
 
         tiers = host_curves(outcome.rows, objective)
         if tiers:  # a host tier's sweep: hit rate (p99 TTFT) over host size
-            plot_host_curves(plot, tiers, HOST_TITLE, ceilings(outcome.rows))
+            plot_host_curves(plot_out, tiers, HOST_TITLE, ceilings(outcome.rows))
         else:
-            plot_curves(plot, curves(outcome.rows, objective), TITLE, ceilings(outcome.rows))
+            plot_curves(plot_out, curves(outcome.rows, objective), TITLE,
+                        ceilings(outcome.rows))
         output.note(f"wrote plot {plot}")
     saved = f"; rows in {out}" if out is not None else ""
     output.note(f"wall time {wall:.2f} s for {outcome.ran} cells{saved}")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from radix_evict.errors import PluginError, PolicyConfigError, ProblemType, RadixEvictError
+from radix_evict.outputs import OutputFileError
 from radix_evict.sim.workloads import TraceError, TraceFileError, WorkloadError
 
 from . import output
@@ -69,6 +70,8 @@ def classify(exc: BaseException) -> tuple[int, str, list[dict[str, Any]]]:
     if isinstance(exc, KeyboardInterrupt):
         return EXIT_INTERRUPTED, INTERRUPTED, []
     if isinstance(exc, output.OutputError):
+        return EXIT_USAGE, str(exc), []
+    if isinstance(exc, OutputFileError):  # an output refused: names the option and the path
         return EXIT_USAGE, str(exc), []
     if isinstance(exc, MemoryError):
         return EXIT_USAGE, f"out of memory: {exc or 'an allocation failed'}", []

@@ -10,15 +10,15 @@ a traceback. Both commands call these same checks.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from radix_evict.outputs import Input, Ours, OutputFile, contains
 from radix_evict.sim.workloads import Workload
 
 from .errors import EXIT_USAGE, CliError
 from .options import Param
-from .plotting import PLOT_SUFFIXES, pyplot
+from .plotting import PLOT_MARKER, PLOT_SUFFIXES, pyplot
 
 # What a replay's pool costs per token (the slot free list and per-slot
 # bookkeeping; measured: ~24 bytes a token for KVPool(layers=0)).
@@ -80,39 +80,31 @@ def check_params(params: Sequence[Param]) -> None:
                            f"parameter; use --seed {p.value}", EXIT_USAGE)
 
 
-def check_output(path: Path | None, option: str, suffixes: Sequence[str] = ()) -> None:
-    """Fail before minutes of replay, not after, when an output file cannot be written.
+def check_output(path: Path | None, option: str, what: str, ours: Ours | None = None, *,
+                 force: bool = False, inputs: Iterable[Input] = (),
+                 suffixes: Sequence[str] = ()) -> OutputFile | None:
+    """Fail before minutes of replay, not after, when an output may not be written.
 
-    Besides the name, the directory is probed by creating (and removing) a
-    temporary file in it, and an existing file by opening it for appending:
-    permission bits alone do not say what root, a read-only mount or a full
-    disk allow. Nothing the user has is changed.
+    The rule is radix_evict.outputs' (never an input of the run, never another's
+    file without --force, written atomically); here the name's suffix too.
+    Returns the output to write once the run is done (None: not asked for).
     """
     if path is None:
-        return
+        return None
     if suffixes and path.suffix.lower() not in suffixes:
         raise CliError(f"{option} {path}: use a file name ending in {', '.join(suffixes)}",
                        EXIT_USAGE)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise CliError(f"{option} {path}: directory {parent} does not exist", EXIT_USAGE)
-    if path.is_dir():
-        raise CliError(f"{option} {path}: is a directory", EXIT_USAGE)
-    try:
-        if path.exists():
-            with open(path, "ab"):
-                pass
-        else:
-            with tempfile.NamedTemporaryFile(dir=parent, prefix=".radix-evict-probe-"):
-                pass
-    except OSError as exc:
-        raise CliError(f"{option} {path}: cannot write there: {exc.strerror or exc}",
-                       EXIT_USAGE) from None
+    out = OutputFile(option, path, what, ours, force, tuple(inputs))
+    out.check()
+    return out
 
 
-def check_plot(path: Path | None) -> None:
-    """``--plot``: a name we can draw, a place we can write, and matplotlib installed."""
+def check_plot(path: Path | None, *, force: bool = False,
+               inputs: Iterable[Input] = ()) -> OutputFile | None:
+    """``--plot``: a name we can draw, a file we may write, and matplotlib installed."""
     if path is None:
-        return
-    check_output(path, "--plot", PLOT_SUFFIXES)
+        return None
+    out = check_output(path, "--plot", "plot", contains(PLOT_MARKER.encode()), force=force,
+                       inputs=inputs, suffixes=PLOT_SUFFIXES)
     pyplot()  # matplotlib missing: say so now, not after the replays
+    return out

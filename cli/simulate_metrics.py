@@ -9,17 +9,20 @@ prometheus_client's own exposition of a private registry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from radix_evict.cache.metrics import CACHE_METRICS, Kind, metric_family
+from radix_evict.outputs import Input, OutputFile, starts_with
 from radix_evict.sim.replay import ReplayResult
 
 Getter = Callable[[ReplayResult], float]
+# Every file write_metrics writes starts so (its families are radix_evict_...): a rerun may
+# replace one; any other file needs --force.
+METRICS_OURS = starts_with(b"# HELP radix_evict_")
 
 # The replay's own figure for a counter, used when a cache's stats lack that key.
 _FALLBACK: dict[str, Getter] = {
@@ -77,6 +80,7 @@ def prometheus_text(results: Sequence[ReplayResult]) -> str:
     return generate_latest(reg).decode("utf-8")
 
 
-def write_metrics(path: Path, results: Sequence[ReplayResult]) -> None:
-    """Write the exposition text to ``path`` (an OSError is an environment error, exit 2)."""
-    path.write_text(prometheus_text(results), encoding="utf-8")
+def write_metrics(out: OutputFile, results: Sequence[ReplayResult],
+                  inputs: Iterable[Input] = ()) -> None:
+    """Write the exposition text to ``out`` (radix_evict.outputs' rule; refused: exit 2)."""
+    out.write_text(prometheus_text(results), inputs)

@@ -7,13 +7,13 @@ and headless by :func:`radix_evict.cli.plotting.pyplot`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+from radix_evict.outputs import OutputFile
 from radix_evict.sim.bound import Bound
 from radix_evict.sim.replay import ReplayResult
 
-from .plotting import pyplot
+from .plotting import pyplot, save_figure
 
 
 def _grouped_bars(ax: Any, groups: Sequence[str], series: Mapping[str, Sequence[float]],
@@ -73,7 +73,7 @@ def _ttft_cdf(ax: Any, results: Sequence[ReplayResult], bound: Bound | None) -> 
     ax.legend(fontsize=8)
 
 
-def plot_single(path: Path, results: Sequence[ReplayResult], title: str,
+def plot_single(path: OutputFile, results: Sequence[ReplayResult], title: str,
                 bound: Bound | None = None) -> None:
     """One workload: hit rate, p50/p90/p99 uncached per policy, and hit rate over time.
 
@@ -101,11 +101,11 @@ def plot_single(path: Path, results: Sequence[ReplayResult], title: str,
         _ttft_cdf(axes[3], results, bound)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
-def plot_matrix(path: Path, workloads: Sequence[str], policies: Sequence[str],
+def plot_matrix(path: OutputFile, workloads: Sequence[str], policies: Sequence[str],
                 results: Sequence[ReplayResult], winners: dict[str, str], title: str,
                 bounds: Mapping[str, Bound] | None = None) -> None:
     """Policy x workload: hit rate and p99 uncached grouped by workload, and a timeline each."""
@@ -141,5 +141,5 @@ def plot_matrix(path: Path, workloads: Sequence[str], policies: Sequence[str],
             ax.legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)
     plt.close(fig)

@@ -12,20 +12,20 @@ p99 TTFT below.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+from radix_evict.outputs import OutputFile
 from radix_evict.sim.oracle import ORACLE
 from radix_evict.sim.sweep.summary import Curve, HostCurve, config_text
 
-from .plotting import pyplot
+from .plotting import pyplot, save_figure
 
 TITLE = "hit rate by pool size, each policy at its best config"
 HOST_TITLE = "hit rate by host tier size, each policy at its best config"
 STYLES = ("-", "--", "-.", ":")  # one per write policy (host line) in the host plot
 
 
-def plot_curves(path: Path, curves: Sequence[Curve], title: str,
+def plot_curves(path: OutputFile, curves: Sequence[Curve], title: str,
                 ceilings: Mapping[str, float] | None = None) -> None:
     """Each workload's hit-rate curves (pool tokens on a log axis), written to ``path``.
 
@@ -56,7 +56,7 @@ def plot_curves(path: Path, curves: Sequence[Curve], title: str,
             low.legend(fontsize=8, loc="upper right")
     fig.suptitle(title if not timed else f"{title}; below: p99 TTFT", fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -80,7 +80,7 @@ def _axes(ax: Any, ylabel: str, title: str) -> None:
     ax.grid(True, which="both", alpha=0.3)
 
 
-def plot_host_curves(path: Path, curves: Sequence[HostCurve], title: str,
+def plot_host_curves(path: OutputFile, curves: Sequence[HostCurve], title: str,
                      ceilings: Mapping[str, float] | None = None) -> None:
     """Hit rate over host tier size, a panel per workload, timing point and pool size.
 
@@ -120,7 +120,7 @@ def plot_host_curves(path: Path, curves: Sequence[HostCurve], title: str,
             low.legend(fontsize=8, loc="best")
     fig.suptitle(title if not timed else f"{title}; below: p99 TTFT", fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # docs/: makes docs/ge
 
 from gen import architecture, figures, references, sweeps, tables
 from gen import results as results_page
-from gen.common import ROOT, write_if_changed
+from gen.common import ROOT, write_if_changed, write_text
 
 
 def expected_pages(what: str) -> dict[Path, str]:
@@ -101,14 +101,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.timed_only:
             results = figures.load_results()
             results["timed"] = figures.measure_timed()
-            figures.RESULTS.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+            write_text(figures.RESULTS, json.dumps(results, indent=1) + "\n")
             print(f"wrote {figures.RESULTS.relative_to(ROOT)}", file=sys.stderr)
         else:
             t0 = time.perf_counter()
             results = figures.measure(args.trace_limit)
             print(f"measured in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
             figures.RESULTS.parent.mkdir(parents=True, exist_ok=True)
-            figures.RESULTS.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+            write_text(figures.RESULTS, json.dumps(results, indent=1) + "\n")
             print(f"wrote {figures.RESULTS.relative_to(ROOT)}", file=sys.stderr)
         figures.plot_results(results)
         print(f"wrote {figures.PLOT.relative_to(ROOT)}", file=sys.stderr)

@@ -25,9 +25,31 @@ from radix_evict.inputs import InputError, load_json
 from radix_evict.policies.contract import PolicyConfig
 from radix_evict.suggest import did_you_mean
 
-__all__ = ["ConfigInput", "model_keys", "models_in", "parse_json_config", "validate_config"]
+__all__ = ["ConfigInput", "NamedFile", "model_keys", "models_in", "named_files",
+           "parse_json_config", "validate_config"]
 
 ConfigInput: TypeAlias = "Mapping[str, Any] | str | PolicyConfig | None"
+
+
+class NamedFile:
+    """Marks a config key whose value is the path of a file the policy reads (its weights).
+
+    ``weights: Annotated[str | None, NamedFile()] = None``: a run's identity is
+    then the file's content, not its name (a sweep's cell key holds its digest),
+    and no output of the run may be written over it.
+    """
+
+
+def named_files(config: PolicyConfig | None) -> dict[str, str]:
+    """The files ``config`` names, by key (only the keys marked :class:`NamedFile` and set)."""
+    if config is None:
+        return {}
+    out: dict[str, str] = {}
+    for key, field in type(config).model_fields.items():
+        value = getattr(config, key)
+        if isinstance(value, str) and any(isinstance(m, NamedFile) for m in field.metadata):
+            out[field.alias or key] = value
+    return out
 
 
 # --------------------------------------------------------------------------- parsing

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from radix_evict.outputs import replacing
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PROG = "radix-evict"
@@ -38,13 +40,21 @@ def as_json(value: Any) -> str:
     return json.dumps(value, sort_keys=False)
 
 
+def write_text(path: Path, text: str) -> None:
+    """Write a generated file whole or not at all (radix_evict.outputs' rule: a temporary
+    file beside it, then a rename), so a failed run never leaves a page half written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = text.encode("utf-8")
+    with replacing(path) as tmp:
+        tmp.write_bytes(data)
+
+
 def write_if_changed(path: Path, text: str) -> bool:
     """Write ``text`` to ``path`` unless it already holds it; True when it changed."""
     old = path.read_text(encoding="utf-8") if path.exists() else None
     if old == text:
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    write_text(path, text)
     return True
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from radix_evict.outputs import replacing
+
 from .common import DOCS, PROG, ROOT, run_name
 
 FIGURES = DOCS / "figures"
@@ -185,6 +187,7 @@ def plot_results(results: Mapping[str, Any], path: Path = PLOT) -> None:
                  "lines: offline bound (oracle) and infinite-pool ceiling")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90, metadata={"Software": None})
+    with replacing(path) as tmp:  # never half drawn
+        fig.savefig(tmp, dpi=90, format=path.suffix[1:], metadata={"Software": None})
     plt.close(fig)
 

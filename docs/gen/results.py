@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .common import DOCS, ROOT, apply_sections, md_cell
+from .common import DOCS, ROOT, apply_sections, md_cell, write_text
 
 PAGE = DOCS / "results.md"
 FOLDER = DOCS / "results"
@@ -85,7 +85,7 @@ def measure() -> dict[str, Any]:
         "core": core_build(),
         **code_state(),
     }
-    META.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    write_text(META, json.dumps(meta, indent=1) + "\n")
     return meta
 
 

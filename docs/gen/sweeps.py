@@ -37,17 +37,20 @@ def measure() -> None:
     ROWS.unlink(missing_ok=True)
     exe = Path(sys.executable).parent / "radix-evict"
     cwd = next((d for d in (ROOT, ROOT.parent) if (d / TRACE).exists()), ROOT)
-    cmd = [str(exe), *ARGS, "--out", str(ROWS), "--plot", str(PLOT), "--no-progress"]
+    # --force: the committed plot is the docs' own, whichever version drew it
+    cmd = [str(exe), *ARGS, "--out", str(ROWS), "--plot", str(PLOT), "--force", "--no-progress"]
     subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL)
 
 
 def replot() -> None:
     """Draw the plot again from the committed rows (as the sweep's --plot draws it)."""
     from radix_evict.cli.sweep_plot import TITLE, plot_curves
+    from radix_evict.outputs import OutputFile
     from radix_evict.sim.sweep.summary import ceilings, curves
 
     rows = load_rows()
-    plot_curves(PLOT, curves(rows), TITLE, ceilings(rows))
+    plot_curves(OutputFile("--plot", PLOT, "plot", force=True), curves(rows), TITLE,
+                ceilings(rows))
 
 
 def load_rows(path: Path = ROWS) -> list[dict[str, Any]]:

@@ -29,6 +29,11 @@ one-tier cell's, as it always was. The references (oracle, ceiling) stay
 one-tier, one per pool size: the ceiling is also the two-tier bound (Belady
 on the device with an unbounded host tier serves every prefix seen before,
 docs/hicache.md §12), whatever the host size.
+
+A cell that reads files (a trace, a weights file its config names) holds
+their content digests in its key (``inputs``,
+:mod:`radix_evict.sim.sweep.fingerprints`): a file changed in place is new
+cells, not a resume of the old ones.
 """
 
 from __future__ import annotations
@@ -406,6 +411,7 @@ class Cell:
         "config",
         "config_json",
         "host",
+        "inputs",
         "key",
         "page_size",
         "policy",
@@ -417,7 +423,8 @@ class Cell:
 
     def __init__(self, policy: str, config: PolicyConfig | None, pool_tokens: int | None,
                  page_size: int, source: Source, seed: int | None,
-                 timing: TimingPoint | None = None, host: HostPoint | None = None) -> None:
+                 timing: TimingPoint | None = None, host: HostPoint | None = None,
+                 inputs: Mapping[str, str] | None = None) -> None:
         self.policy = policy
         self.config = config
         self.pool_tokens = pool_tokens
@@ -426,6 +433,7 @@ class Cell:
         self.seed = seed
         self.timing = timing
         self.host = host
+        self.inputs = dict(inputs or {})  # entry name -> the file's digest
         cfg = None if config is None else config_dict(config)
         self.config_json = canonical_json(cfg)
         coordinates: dict[str, Any] = {
@@ -437,6 +445,8 @@ class Cell:
             coordinates["timing"] = timing.key()
         if host is not None:  # nor does a one-tier cell's (a host tier of 0 tokens too)
             coordinates["host"] = host.key()
+        if self.inputs:  # nor does a cell that reads no file
+            coordinates["inputs"] = self.inputs
         self.key = canonical_json(coordinates)
 
     def __eq__(self, other: object) -> bool:
@@ -450,7 +460,7 @@ class Cell:
 
     def __reduce__(self) -> tuple[Any, ...]:  # slots and no __dict__: pickle by arguments
         return (Cell, (self.policy, self.config, self.pool_tokens, self.page_size,
-                       self.source, self.seed, self.timing, self.host))
+                       self.source, self.seed, self.timing, self.host, self.inputs))
 
     @property
     def config_dict(self) -> dict[str, Any] | None:
@@ -589,13 +599,20 @@ class Grid:
         whose config is bad.
         """
         from radix_evict.sim.sweep.check import parse_configs
+        from radix_evict.sim.sweep.fingerprints import cell_inputs, input_files
 
         spots = self.spots()
         configs = parse_configs(spots, extended=self.hidden)
+        digests: dict[tuple[Source, str, str], dict[str, str]] = {}
         out: dict[str, Cell] = {}
         for s in spots:
-            cell = Cell(s.policy, configs[s.policy, s.config_json], s.pool_tokens, s.page_size,
-                        s.source, s.seed, s.timing, s.host)
+            config = configs[s.policy, s.config_json]
+            at = (s.source, s.policy, s.config_json)
+            if at not in digests:
+                trace = s.source.name if s.source.kind == "trace" else None
+                digests[at] = cell_inputs(input_files(trace, config))
+            cell = Cell(s.policy, config, s.pool_tokens, s.page_size, s.source, s.seed,
+                        s.timing, s.host, digests[at])
             out.setdefault(cell.key, cell)
         return list(out.values())
 

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from radix_evict.errors import RadixEvictError
+from radix_evict.outputs import Input, refuse_inputs
 from radix_evict.sim.parallel import ProgressFn
 from radix_evict.sim.sweep.check import check_cells, merge_notes
+from radix_evict.sim.sweep.fingerprints import cell_reads
 from radix_evict.sim.sweep.grid import Cell, Grid
 from radix_evict.sim.sweep.rows import OK
 from radix_evict.sim.sweep.sources import WorkloadKey, build_workloads
@@ -68,6 +70,7 @@ class SweepPlan:
     results: ResultFile | None = None
     notes: list[str] = field(default_factory=list)
     sizes: list[str] = field(default_factory=list)  # each grid's size text, as it ran
+    inputs: list[Input] = field(default_factory=list)  # every file the sweep reads
 
     @property
     def timed(self) -> bool:
@@ -109,7 +112,7 @@ class SweepOutcome:
 
 
 def plan_sweep(grid: Grid | Sequence[Grid], out: Path | None = None, *, write: bool = True,
-               max_cells: int = MAX_CELLS) -> SweepPlan:
+               max_cells: int = MAX_CELLS, inputs: Sequence[Input] = ()) -> SweepPlan:
     """Expand and check ``grid`` (SweepGridError names bad cells); skip cells ``out`` has.
 
     ``grid`` may be several grids swept as one: their cells in order, each
@@ -118,7 +121,8 @@ def plan_sweep(grid: Grid | Sequence[Grid], out: Path | None = None, *, write: b
     SweepSizeError before any is
     expanded. With ``write`` the result file is locked for this sweep
     (ResultFileError if another sweep holds it); without (a dry run) it is
-    only read. Either way nothing in it changes here.
+    only read. Either way nothing in it changes here. ``out`` may not be a file the
+    sweep reads (its traces, the files its configs name, or ``inputs``: a grid file).
     """
     grids = (grid,) if isinstance(grid, Grid) else tuple(grid)
     if not grids:
@@ -132,6 +136,9 @@ def plan_sweep(grid: Grid | Sequence[Grid], out: Path | None = None, *, write: b
     each = [g.cells() for g in grids]
     cells = list({c.key: c for part in each for c in part}.values())
     check_cells(cells)
+    reads = [*inputs, *cell_reads(cells)]
+    if out is not None:
+        refuse_inputs("--out", out, "sweep result file", reads)
     results = (ResultFile(out, write=write, timed=any(g.timing is not None for g in grids),
                           host=any(c.host is not None for c in cells))
                if out is not None else None)
@@ -141,7 +148,7 @@ def plan_sweep(grid: Grid | Sequence[Grid], out: Path | None = None, *, write: b
     notes = list(dict.fromkeys(n for g, part in zip(grids, each, strict=True)
                                for n in merge_notes(g, part)))
     sizes = [g.size_text(part) for g, part in zip(grids, each, strict=True)]
-    return SweepPlan(grids, cells, todo, kept, results, notes, sizes)
+    return SweepPlan(grids, cells, todo, kept, results, notes, sizes, reads)
 
 
 def run_sweep(

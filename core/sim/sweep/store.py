@@ -38,6 +38,7 @@ from typing import IO, Any
 
 from radix_evict.errors import RadixEvictError
 from radix_evict.inputs import RESULT_BYTES, InputFileError, decode_utf8, read_bytes
+from radix_evict.outputs import replacing
 from radix_evict.sim.sweep.lock import FileLock, LockHeld
 from radix_evict.sim.sweep.schema import (
     COLUMN_SETS,
@@ -332,9 +333,8 @@ class ResultFile:
         schema = pa.schema([(k, types[FIELD_TYPES[k]]) for k in names])
         table = pa.Table.from_pylist([_flat(r, names) for r in self.rows.values()],
                                      schema=schema)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        pa.parquet.write_table(table, tmp)
-        os.replace(tmp, self.path)
+        with replacing(self.path) as tmp:  # never half written
+            pa.parquet.write_table(table, tmp)
 
     def close(self) -> None:
         """Close the writer and release the lock (safe to call twice)."""

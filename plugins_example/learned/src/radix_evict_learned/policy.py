@@ -51,12 +51,13 @@ import itertools
 import os
 import zlib
 from collections import OrderedDict, deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, field_validator
 
 from radix_evict import EvictionPolicy, PolicyConfig
 from radix_evict.inputs import may_open_named_files
+from radix_evict.policies.config import NamedFile
 
 from .model import OFFSETS, ReuseModel, WeightsFileError
 
@@ -81,7 +82,7 @@ def _extend(h: tuple[int, int], key: bytes) -> tuple[int, int]:
 class LearnedConfig(PolicyConfig):
     """Keys of the ``learned`` policy (strict: unknown keys and coercion are errors)."""
 
-    weights: str | None = Field(
+    weights: Annotated[str | None, NamedFile()] = Field(  # its content is a run's identity
         default=None,
         min_length=1,
         description=(
