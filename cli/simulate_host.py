@@ -24,12 +24,12 @@ from radix_evict.sim.timed.cost import CostModel
 
 from .errors import EXIT_INVALID, EXIT_USAGE, CliError
 from .options import problem_lines, problems_code, read_config_arg
+from .output import pct
 from .preflight import check_fits
 
 # What a host tier costs per token (its KVPool(layers=0) and the host ledgers; measured:
 # about 27 bytes a token), for the memory rule --pool-tokens is checked by.
 HOST_BYTES_PER_TOKEN = 27
-from .output import pct
 
 # The options' help, shared with ``sweep`` (cli/sweep_host.py), whose options take lists.
 HOST_TOKENS_HELP = "Add a host tier (SGLang's HiCache) of N tokens; 0 = none (the one-tier replay)."
