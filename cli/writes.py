@@ -50,7 +50,7 @@ def cost_model_files(option: str, specs: Iterable[str | Path | None]) -> list[In
             if s is not None and Path(s).suffix in (".toml", ".json")]
 
 
-def config_files(configs: Iterable[tuple[str, PolicyConfig | None]]) -> list[Input]:
-    """The files the policies' configs name (the learned policy's weights), as inputs."""
+def config_files(configs: Iterable[tuple[str, object]]) -> list[Input]:
+    """The files the policies' validated configs name (the learned policy's weights)."""
     return [Input(f"{policy}'s {key}", Path(path)) for policy, config in configs
-            for key, path in named_files(config).items()]
+            if isinstance(config, PolicyConfig) for key, path in named_files(config).items()]

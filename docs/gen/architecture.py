@@ -39,9 +39,10 @@ except ImportError:  # pragma: no cover - run as a script: docs/ is not on sys.p
 
 PACKAGE = "radix_evict"
 PAGE = ROOT / "docs" / "architecture.md"
-# Top-level modules every part may use (the error types, bounded input, "did you mean"):
-# drawn once in the table, left out of the diagram so the arrows between parts stay legible.
-SHARED = ("errors", "inputs", "suggest")
+# Top-level modules every part may use (the error types, bounded input, safe output, "did
+# you mean"): drawn once in the table, left out of the diagram so the arrows between parts
+# stay legible.
+SHARED = ("errors", "inputs", "outputs", "suggest")
 
 
 def package_dirs(root: Path = ROOT) -> dict[str, Path]:
