@@ -136,9 +136,9 @@ def matrix_table(workloads: Sequence[str], policies: Sequence[str],
     t.caption = "* winner of the workload"
     if bounds:
         first = next(iter(bounds.values()))
-        gap = ("gap closed = share of the lru-to-oracle hit-rate gap" if first.is_bound else
-               "no gap is measured against it")
-        t.caption += (f"\noracle = {first.oracle_is}; {gap}; ceilings in the hit-rate table"
+        gap_is = ("gap closed = share of the lru-to-oracle hit-rate gap" if first.is_bound else
+                  "no gap is measured against it")
+        t.caption += (f"\noracle = {first.oracle_is}; {gap_is}; ceilings in the hit-rate table"
                       + "".join(beaten_note(b, results) for b in bounds.values()))
     return t
 

@@ -118,7 +118,7 @@ def _trace(path: Path, lengths: list[tuple[int, int]]) -> Path:
 @pytest.mark.parametrize(("args", "needle"), [
     (["--time-scale", "1e308"], "--time-scale: time_scale must be positive and at most"),
     (["--time-scale", "1e25"], "--time-scale: time_scale must be positive and at most"),
-    (["--rate", "1e-45"], "--rate: rate must be a finite number"),
+    (["--rate", "1e-45"], "--rate: rate must be a positive number of requests per second, finite"),
     (["--chunked-prefill-size", "256", "--page-size", "512"],
      "--chunked-prefill-size: chunked_prefill_size 256 is smaller than a page (512 tokens)"),
 ])

@@ -65,7 +65,7 @@ def test_a_cost_model_that_would_overflow_or_coerce_is_refused(
 @pytest.mark.parametrize(("kwargs", "needle"), [
     ({"time_scale": 1e308}, "time_scale must be positive and at most"),
     ({"time_scale": 1e40}, "time_scale must be positive and at most"),
-    ({"rate": 1e-45}, "rate must be a finite number"),
+    ({"rate": 1e-45}, "rate must be a positive number of requests per second, finite"),
 ])
 def test_arrivals_that_outrun_the_clock_are_refused(kwargs: dict[str, float],
                                                     needle: str) -> None:

@@ -50,9 +50,9 @@ class ArrivalSpec:
             raise ValueError("give a rate or a concurrency, not both")
         if self.rate is not None and not (self.rate >= MIN_RATE and math.isfinite(self.rate)):
             raise TimedInputError(
-                "rate", f"rate must be a finite number of requests per second of at least "
-                        f"{MIN_RATE:g} (slower arrivals outrun the virtual clock's precision), "
-                        f"got {self.rate!r}")
+                "rate", f"rate must be a positive number of requests per second, finite and "
+                        f"at least {MIN_RATE:g} (slower arrivals outrun the virtual clock's "
+                        f"precision), got {self.rate!r}")
         if self.concurrency is not None and self.concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {self.concurrency!r}")
         if not (0 < self.time_scale <= MAX_TIME_SCALE):
