@@ -27,7 +27,14 @@ from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload
 from . import output, simulate_failures
 from .errors import EXIT_INVALID, EXIT_USAGE, CliError, mark_json
 from .options import parse_params
-from .preflight import check_output, check_params, check_plot, check_pool, check_workload_pools
+from .preflight import (
+    check_output,
+    check_params,
+    check_plot,
+    check_pool,
+    check_workload_pools,
+    device_option,
+)
 from .simulate_derived import derived_notes
 from .simulate_host import (
     HicacheRatioOpt,
@@ -342,8 +349,7 @@ def simulate(
         return
     if trace is not None and workload is not None:
         raise CliError("give --trace or --workload, not both", EXIT_USAGE)
-    if device not in ("auto", "cpu", "cuda"):
-        raise CliError(f"--device {device!r}: use auto, cpu or cuda", EXIT_USAGE)
+    resolved_device = device_option(device)
     reads = [*path_inputs("--trace", [trace]), *cost_model_files("--cost-model", [cost_model]),
              *at_files("--config", config), *at_files("--host-config", [host_config])]
     plot_out = check_plot(plot, force=force, inputs=reads)
@@ -369,6 +375,7 @@ def simulate(
     check_host_fits(host, [pool_tokens] if pool_tokens else [])
     if timed is not None:
         check_transfer(host, timed.cost_model)
+    check_page(timed, page_size)
     if model is not None:
         if host is not None:
             raise CliError("--model tiny replays one tier; the host tier is for token and "
@@ -383,7 +390,6 @@ def simulate(
         if trace is None and len(workload_list(name)) != 1:
             raise CliError("--model tiny replays one workload or one trace (no 'all')",
                            EXIT_USAGE)
-    check_page(timed, page_size)
         if plot is not None or metrics is not None or oracle:
             raise CliError("--plot, --enable-metrics and --oracle are for token replays, "
                            "not --model", EXIT_USAGE)
@@ -394,8 +400,9 @@ def simulate(
                  if trace is not None else
                  tiny_setup(name, seed, params_for(name, params, all_mode=False)))
         run_engine_mode(setup, runs,
-                    pool_tokens=pool_tokens, page_size=page_size, seed=seed, device=device,
-                    baseline=baseline, json_out=json_out, progress=progress)
+                    pool_tokens=pool_tokens, page_size=page_size, seed=seed,
+                    device=resolved_device, model=model, baseline=baseline, json_out=json_out,
+                    progress=progress)
         return
     if trace is not None:
         runs = build_runs(policy, config)

@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from radix_evict.cache.device import DeviceError, resolve_device
 from radix_evict.outputs import Input, Ours, OutputFile, contains
 from radix_evict.sim.workloads import Workload
 
@@ -24,6 +25,18 @@ from .plotting import PLOT_MARKER, PLOT_SUFFIXES, pyplot
 # bookkeeping; measured: ~24 bytes a token for KVPool(layers=0)).
 POOL_BYTES_PER_TOKEN = 24
 GIB = 1024**3
+
+
+def device_option(value: str, option: str = "--device") -> str:
+    """``--device`` resolved by the one device rule (``cuda`` -> ``cuda:0``), as a name.
+
+    A device this machine does not have (cuda without a GPU, a GPU index past
+    the last) is a usage error naming the option, before any replay.
+    """
+    try:
+        return str(resolve_device(value, option))
+    except DeviceError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from exc
 
 
 def physical_memory() -> int | None:

@@ -5,7 +5,8 @@ allocator protocol (``pool``, ``allocator``), the eviction driver
 (``eviction``), the host tier behind it (``host_tier``: SGLang's HiCache),
 :class:`~radix_evict.cache.radix_cache.RadixCache` itself, its
 counters (``stats``) and the list of modules the install compiles
-(``compiled``), and the request context a caller may pass (``context``).
+(``compiled``), the request context a caller may pass (``context``), and the
+one rule for naming a device (``device``).
 Nothing here names a policy. ``__all__`` lists the modules:
 each one's public names are its own (``radix_evict`` re-exports the API's).
 """
@@ -17,6 +18,7 @@ __all__ = [
     "args",
     "compiled",
     "context",
+    "device",
     "eviction",
     "host_tier",
     "metrics",
