@@ -17,14 +17,16 @@ charges the transfer's time from its bandwidth instead).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from radix_evict.cache.args import check_int
 from radix_evict.cache.eviction import EvictionDriver, is_evictable_leaf
 from radix_evict.cache.pool import KVPool
-from radix_evict.cache.tree import TreeNode
-from radix_evict.policies.contract import EvictionPolicy
+from radix_evict.cache.slots import SlotStorage
+from radix_evict.cache.tree import TOKEN_BYTES, TreeNode, common_prefix_len
+from radix_evict.policies.contract import Callbacks, EvictionPolicy, callbacks_of
 from radix_evict.policies.resolve import policy_by_name, policy_origin
 
 WRITE_THROUGH = "write_through"
@@ -139,20 +141,25 @@ class HostStats:
 
 
 class HostTier:
-    """The host pool, its eviction driver and counters; the cache drives it.
+    """The host pool, its eviction driver and counters, and the tree's host-only nodes.
 
-    Host page entries are page ids of :attr:`pool` (a cpu :class:`KVPool`
-    whose owner table checks every host page's transfers, as the device
-    pool's does).
+    The cache calls it at a few points of its operations (a match that runs
+    past the device tree, an insert that reaches host-only nodes, a device
+    eviction, a load-back); everything the host tier does to the tree happens
+    here. Host page entries are page ids of :attr:`pool` (a cpu
+    :class:`KVPool` whose owner table checks every host page's transfers, as
+    the device pool's does).
     """
 
     def __init__(
         self,
         spec: HostTierSpec,
-        page_size: int,
+        slots: SlotStorage,
         device_tokens: int,
         device_policy: EvictionPolicy[Any],
     ) -> None:
+        self.slots = slots  # the device's: host-only nodes given device KV take entries here
+        page_size = slots.page_size
         P = page_size
         tokens = spec.size_for(device_tokens, P)
         if tokens <= 0:
@@ -185,6 +192,7 @@ class HostTier:
         # Nodes on both tiers, in the order they got there: write_back reclaims their host
         # copies first under host pressure (SGLang keeps such a registry; entries may go stale).
         self._duplicates: dict[int, TreeNode] = {}
+        self._demoted: list[tuple[TreeNode, Any]] = []  # a device eviction's, to settle
 
     # ------------------------------------------------------------------ sizes
     def used_tokens(self) -> int:
@@ -309,9 +317,137 @@ class HostTier:
         self.removed_nodes += count
         return tokens
 
-    def offer(self, node: TreeNode) -> None:
-        """(Re-)score ``node`` for host eviction if it is a host leaf."""
-        self.driver.offer(node)
+    def offer(self, node: TreeNode, tail: TreeNode | None = None) -> None:
+        """(Re-)score ``node`` (and a split's ``tail``) for host eviction if host leaves."""
+        self.driver.offer(node, tail)
+
+    # ------------------------------------------------------------------ the tree's side
+    def walk(
+        self, node: TreeNode, kv: memoryview, off: int, nb: int, path: list[TreeNode]
+    ) -> tuple[int, TreeNode | None, int]:
+        """Continue a match past the device tree, into ``node``'s host-only subtree.
+
+        Appends the host-only nodes matched whole to ``path``; returns the new
+        byte offset, and the node the key ends inside with the tokens it shares
+        (the cache splits it there), or None and 0.
+        """
+        P = self.page_size
+        pb = P * TOKEN_BYTES
+        hc = node.host_children
+        while hc and off < nb:
+            child = hc.get(kv[off : off + pb].tobytes())
+            if child is None:
+                break
+            ck = child.key_bytes
+            end = off + len(ck)
+            if end <= nb and ck.startswith(kv[off:end]):
+                path.append(child)
+                hc = child.host_children
+                off = end
+                continue
+            return off, child, common_prefix_len(ck, kv, off) // P * P
+        return off, None, 0
+
+    def unevict(self, parent: TreeNode, node: TreeNode, claimed: Any, lo: int) -> None:
+        """Give host-only ``node`` fresh device KV from ``claimed``: it is on both tiers again."""
+        end = node.prefix_len
+        node.value = self.slots.node_entries(claimed, end - node.num_tokens - lo, end - lo)
+        first = node.key_bytes[: self.page_size * TOKEN_BYTES]
+        siblings = parent.host_children
+        assert siblings is not None
+        del siblings[first]
+        parent.children[first] = node
+
+    def undo_unevict(self, node: TreeNode) -> None:
+        """Undo :meth:`unevict` (a raise later in the same operation)."""
+        parent = node.parent
+        assert parent is not None
+        first = node.key_bytes[: self.page_size * TOKEN_BYTES]
+        del parent.children[first]
+        siblings = parent.host_children
+        if siblings is None:
+            parent.host_children = siblings = {}
+        siblings[first] = node
+        node.value = None
+
+    def adopt_unevicted(self, nodes: list[TreeNode], register: bool = True) -> int:
+        """The device pool gives ``nodes`` their new KV for good; returns their tokens."""
+        tokens = 0
+        for x in nodes:
+            self.slots.adopt(x.value)
+            if register:
+                self.note_duplicate(x)
+            tokens += x.num_tokens
+        self.host_only_tokens -= tokens
+        self.stats.unevicted_tokens += tokens
+        return tokens
+
+    def back_up_all(self, nodes: list[TreeNode]) -> None:
+        """Copy ``nodes`` (each with its un-backed ancestors) to host, in order.
+
+        If a host policy raises meanwhile, the copies made here are freed again.
+        """
+        written: list[TreeNode] = []
+        self.journal = written
+        try:
+            for x in nodes:
+                self.back_up_chain(x)
+        except BaseException:
+            for y in written:
+                self.stats.written_tokens -= self.free_copy(y)
+            raise
+        finally:
+            self.journal = None
+
+    def evict_device(self, driver: EvictionDriver, want: int) -> list[TreeNode]:
+        """The device driver's eviction, backed-up victims demoted to host-only.
+
+        A demoted victim's device entries are kept aside (its ``value`` is
+        None) until :meth:`settle_demotions` hands them to the cache to free.
+        """
+        self._demoted = []
+        try:
+            victims = driver.evict(want, self._demote)
+        except BaseException:
+            for node, value in self._demoted:  # the driver linked them back on device
+                node.value = value
+            self._demoted = []
+            raise
+        for node in victims:
+            if node.parent is None and node.host_children:
+                self.drop_host_subtree(node)  # unreachable now: gone from host too
+        return victims
+
+    def _demote(self, node: TreeNode) -> bool:
+        """Keep device victim ``node`` on host only, backing it up first under write_back.
+
+        False: it has no host copy and gets none (write_through with a count
+        below the threshold, or a full host tier), so it leaves the tree.
+        """
+        if node.host_value is None:
+            if not (self.write_back and self.back_up(node)):
+                return False
+            # SGLang registers the write at its ack, while the node is on both tiers, and
+            # leaves the entry (stale once demoted) where it is: this is the node's place in
+            # the reclaim order, also after a later reload (unified_tree_core.py 1604-1610,
+            # 2840-2849).
+            self.note_duplicate(node)
+        self._demoted.append((node, node.value))
+        node.value = None
+        self.offer(node)  # a host leaf, unless host-only children hang below it
+        return True
+
+    def settle_demotions(self) -> list[Any]:
+        """Count the demotions of the eviction that just ended; return their device values."""
+        values = []
+        tokens = 0
+        for node, value in self._demoted:
+            values.append(value)
+            tokens += node.num_tokens
+        self._demoted = []
+        self.host_only_tokens += tokens
+        self.stats.demoted_tokens += tokens
+        return values
 
     def candidates(self) -> list[TreeNode]:
         """The host leaves ``evict`` may take next."""
@@ -333,3 +469,28 @@ class HostTier:
             "host_policy": self.policy.name,
             "load_back_threshold": self.load_back_threshold,
         }
+
+
+def merged_hooks(device: Callbacks, host_policy: EvictionPolicy[Any]) -> Callbacks:
+    """The device policy's lifecycle callbacks, each followed by a separate host policy's.
+
+    A host policy that is its own object hears the tree's events too (its
+    ``on_evict`` comes from the host driver).
+    """
+    host = callbacks_of(host_policy)
+
+    def both(a: Callable[..., Any] | None, b: Callable[..., Any] | None) -> Any:
+        if a is None or b is None:
+            return a if b is None else b
+
+        def call(*nodes: TreeNode) -> None:
+            a(*nodes)
+            b(*nodes)
+
+        return call
+
+    return device._replace(
+        on_insert=both(device.on_insert, host.on_insert),
+        on_hit=both(device.on_hit, host.on_hit),
+        on_split=both(device.on_split, host.on_split),
+    )

@@ -20,18 +20,22 @@ from mypy_extensions import mypyc_attr
 
 from radix_evict.cache.args import check_int
 from radix_evict.cache.eviction import EvictionDriver, is_evictable_leaf
-from radix_evict.cache.host_tier import HostTier, HostTierSpec
+from radix_evict.cache.host_tier import HostTier, HostTierSpec, merged_hooks
 from radix_evict.cache.pool import Allocator
 from radix_evict.cache.slots import SlotStorage
 from radix_evict.cache.stats import CacheStats
 from radix_evict.cache.tree import (
     TOKEN_BYTES,
+    SplitRecord,
     TokenKey,
     TreeNode,
     as_token_array,
     children_to_scan,
     common_prefix_len,
+    find_child,
     key_view,
+    split_node,
+    unsplit_node,
 )
 from radix_evict.errors import CacheBusyError
 from radix_evict.policies.contract import (
@@ -76,16 +80,29 @@ def _device_match(prefix_len: int, indices: torch.Tensor, last_node: TreeNode) -
     return _TUPLE_NEW(MatchResult, (prefix_len, indices, last_node, 0, None))
 
 
-class _Split:
-    """What a split changed in the node it split: enough to undo it."""
+class _InsertWalk:
+    """Where an insert's walk went: the nodes passed and where the key left the tree."""
 
-    def __init__(self, node: TreeNode) -> None:
-        self.node = node
-        self.key_bytes = node.key_bytes
-        self.value: Any = node.value
-        self.host_value: Any = node.host_value
-        self.num_tokens = node.num_tokens
-        self.last_access_time = node.last_access_time
+    def __init__(self) -> None:
+        self.path: list[TreeNode] = []
+        self.off = 0  # key bytes matched
+        self.split_at = 0  # tokens the last node shares with a key diverging inside it
+        self.first = b""  # the key the last child is filed under, or the missed page's
+
+
+class _InsertChange:
+    """What an insert changed so far, to undo it if the policy raises."""
+
+    def __init__(self, clock0: float, root_time: float) -> None:
+        self.clock0 = clock0
+        self.root_time = root_time
+        self.clock = clock0
+        self.touched: list[tuple[TreeNode, float, int, int, object]] = []
+        self.split: SplitRecord | None = None
+        self.parent: TreeNode | None = None  # the node the new leaf hangs from
+        self.leaf: TreeNode | None = None
+        self.raised: list[tuple[TreeNode, int]] = []  # history_len raised, old values
+        self.unevicted: list[TreeNode] = []  # host-only nodes given the insert's KV
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # engines and tests subclass it
@@ -138,6 +155,7 @@ class RadixCache:
         self._slots = SlotStorage(pool)
         # A walk finds a child among this few by comparing first pages in place.
         self._scan_children = children_to_scan(pool_page)
+        self._pb = pool_page * TOKEN_BYTES  # a page's bytes in a key
         self._slot_device = self._slots.slot_device
         self.device = self._slot_device.device
         self.stats = CacheStats()
@@ -156,25 +174,39 @@ class RadixCache:
         # against re-entry and concurrent use (see _refuse). Two stores per call.
         self._busy: int = 0
         self._busy_op: str = ""
-        self._demoted: list[tuple[TreeNode, Any]] = []  # an eviction's demotions, to settle
-        # The host tier (SGLang's HiCache), if any: host_tier.py holds its pool and driver.
+        # The host tier (SGLang's HiCache), if any: host_tier.py holds its pool, its driver
+        # and what it does to the tree's host-only nodes.
         if host_tier is not None and not isinstance(host_tier, HostTierSpec):
             raise TypeError(
                 f"host_tier must be a HostTierSpec or None, got {type(host_tier).__name__}"
             )
         self._host: HostTier | None = (
-            HostTier(host_tier, pool_page, _pool_tokens(pool), self.policy)
+            HostTier(host_tier, self._slots, _pool_tokens(pool), self.policy)
             if host_tier is not None
             else None
         )
         # Under write_back SGLang counts no insert hits (hit_count stays as matched).
         self._count_hits = self._host is None or not self._host.write_back
         self._backup_at = self._host.threshold if self._host is not None else 0
-        if self._host is not None:
-            self._merge_host_callbacks(self._host.policy)
+        if self._host is not None and self._host.policy is not self.policy:
+            merged = merged_hooks(hooks, self._host.policy)
+            self._on_insert, self._on_hit = merged.on_insert, merged.on_hit
+            self._on_split = merged.on_split
         self._init_tree()
 
     # ------------------------------------------------------------------ one at a time
+    def _enter(self, op: str) -> None:
+        """Start operation ``op``, or refuse it while another runs (see the class docstring).
+
+        The public methods call this, then run their work in ``try``/``finally``
+        that clears ``_busy``: two stores per call.
+        """
+        me = _GET_IDENT()
+        if self._busy:
+            raise self._refuse(op, me)
+        self._busy = me
+        self._busy_op = op
+
     def _refuse(self, op: str, me: int) -> Exception:
         """The error for ``op`` starting while ``self._busy_op`` runs (nothing changed yet)."""
         running = self._busy_op
@@ -219,27 +251,6 @@ class RadixCache:
         """The host tier (its pool, driver, settings and counters), or None."""
         return self._host
 
-    def _merge_host_callbacks(self, host_policy: EvictionPolicy) -> None:
-        """A host policy that is its own object hears the tree's events too (its on_evict
-        comes from the host driver)."""
-        if host_policy is self.policy:
-            return
-        hooks = callbacks_of(host_policy)
-
-        def both(a: Callable[..., Any] | None, b: Callable[..., Any] | None) -> Any:
-            if a is None or b is None:
-                return a if b is None else b
-
-            def call(*nodes: TreeNode) -> None:
-                a(*nodes)
-                b(*nodes)
-
-            return call
-
-        self._on_insert = both(self._on_insert, hooks.on_insert)
-        self._on_hit = both(self._on_hit, hooks.on_hit)
-        self._on_split = both(self._on_split, hooks.on_split)
-
     # ------------------------------------------------------------------ match
     def match_prefix(self, tokens: TokenKey, context: Any = None) -> MatchResult:
         """The longest cached page-aligned prefix of ``tokens``; stamps its path as used.
@@ -247,11 +258,7 @@ class RadixCache:
         ``context`` (a :class:`~radix_evict.cache.context.RequestContext`) is
         recorded on the matched path's nodes before the policy hears of the hit.
         """
-        me = _GET_IDENT()
-        if self._busy:
-            raise self._refuse("match_prefix", me)
-        self._busy = me
-        self._busy_op = "match_prefix"
+        self._enter("match_prefix")
         try:
             return self._match_prefix(tokens, context)
         finally:
@@ -270,50 +277,41 @@ class RadixCache:
         clock0 = self._clock
         root_time = root.last_access_time
         path: list[TreeNode] = []
-        split: _Split | None = None
+        split: SplitRecord | None = None
         times: list[float] | None = None
         contexts: list[object] | None = None
         off = 0
         try:
-            if n:
-                kv = key_view(arr, n)
-                nb = n * TOKEN_BYTES
-                pb = P * TOKEN_BYTES
-                few = self._scan_children
-                node = root
-                while off < nb:
-                    children = node.children
-                    child = None
-                    first = b""  # the key child is filed under (hashed already)
-                    if len(children) <= few:  # compare first pages in place: no copy, no hash
-                        if children:
-                            page = kv[off : off + pb]
-                            for key, kid in children.items():
-                                if key.startswith(page):  # (keys are whole pages: equality)
-                                    child = kid
-                                    first = key
-                                    break
-                    else:
-                        first = kv[off : off + pb].tobytes()
-                        child = children.get(first)
-                    if child is None:
-                        break
-                    ck = child.key_bytes
-                    end = off + len(ck)
-                    if end <= nb and ck.startswith(kv[off:end]):
-                        path.append(child)
-                        node = child
-                        off = end
-                        continue
-                    m = common_prefix_len(ck, kv, off) // P * P
-                    split = _Split(child)
-                    node = self._split(child, m, first)
-                    path.append(node)
-                    off += m * TOKEN_BYTES
+            kv = key_view(arr, n)
+            nb = n * TOKEN_BYTES
+            pb = P * TOKEN_BYTES
+            few = self._scan_children
+            node = root
+            while off < nb:
+                child, first = find_child(node.children, kv, off, pb, few)
+                if child is None:
                     break
+                ck = child.key_bytes
+                end = off + len(ck)
+                if end <= nb and ck.startswith(kv[off:end]):
+                    path.append(child)
+                    node = child
+                    off = end
+                    continue
+                m = common_prefix_len(ck, kv, off) // P * P
+                split = SplitRecord(child)
+                node = self._split(child, m, first)
+                path.append(node)
+                off += m * TOKEN_BYTES
+                break
             dev = len(path)  # the device-resident nodes; host-only ones follow
-            if self._host is not None and split is None and off < nb:
-                off, split = self._match_on_host(node, kv, off, nb, path)
+            host = self._host
+            if host is not None and split is None and off < nb:
+                off, inside, m = host.walk(node, kv, off, nb, path)
+                if inside is not None:  # the key ends inside a host-only node: split it
+                    split = SplitRecord(inside)
+                    path.append(self._split(inside, m))
+                    off += m * TOKEN_BYTES
             # The one node whose score may change: the tail of a split, else the last node.
             if dev < len(path):
                 offered = path[dev - 1] if dev else None
@@ -334,8 +332,8 @@ class RadixCache:
                     on_hit(x)
             if offered is not None:
                 self._driver.offer(offered)
-            if dev < len(path):
-                self._offer_host(path[-1], split.node if split is not None else None)
+            if host is not None and dev < len(path):
+                host.offer(path[-1], split.node if split is not None else None)
         except BaseException:
             if times is not None:
                 for x, t in zip(path, times, strict=True):
@@ -359,40 +357,6 @@ class RadixCache:
         st.hit_tokens += hit
         indices = self._slots.to_tensor([x.value for x in path])
         return _device_match(hit, indices, path[-1])
-
-    def _match_on_host(
-        self, node: TreeNode, kv: memoryview, off: int, nb: int, path: list[TreeNode]
-    ) -> tuple[int, _Split | None]:
-        """Continue a match past the device tree, into ``node``'s host-only subtree.
-
-        Appends the host-only nodes matched to ``path`` (splitting the last one
-        if the key ends inside it); returns the new byte offset and the split.
-        """
-        pb = self.page_size * TOKEN_BYTES
-        P = self.page_size
-        hc = node.host_children
-        while hc and off < nb:
-            child = hc.get(kv[off : off + pb].tobytes())
-            if child is None:
-                break
-            ck = child.key_bytes
-            end = off + len(ck)
-            if end <= nb and ck.startswith(kv[off:end]):
-                path.append(child)
-                hc = child.host_children
-                off = end
-                continue
-            m = common_prefix_len(ck, kv, off) // P * P
-            split = _Split(child)
-            path.append(self._split(child, m))
-            return off + m * TOKEN_BYTES, split
-        return off, None
-
-    def _offer_host(self, node: TreeNode, tail: TreeNode | None) -> None:
-        """Re-score host leaves a match stamped (and the tail a host split left)."""
-        host = self._host
-        assert host is not None
-        host.driver.offer(node, tail)
 
     def _host_match_result(self, path: list[TreeNode], dev: int) -> MatchResult:
         """A match that went on into host-only nodes: device prefix, plus what is on host."""
@@ -430,7 +394,7 @@ class RadixCache:
             nb = n * TOKEN_BYTES
             pb = P * TOKEN_BYTES
             while off < nb:
-                child = node.children.get(kv[off : off + pb].tobytes())
+                child = find_child(node.children, kv, off, pb, self._scan_children)[0]
                 if child is None:
                     break
                 ck = child.key_bytes
@@ -472,11 +436,7 @@ class RadixCache:
         ``context`` (a :class:`~radix_evict.cache.context.RequestContext`) is
         recorded on every node the insert walks or creates.
         """
-        me = _GET_IDENT()
-        if self._busy:
-            raise self._refuse("insert", me)
-        self._busy = me
-        self._busy_op = "insert"
+        self._enter("insert")
         try:
             return self._insert(tokens, indices, priority, prev_prefix_len, inserted_len,
                                 context)
@@ -525,52 +485,10 @@ class RadixCache:
             self._root.last_access_time = self._clock
             return 0
         kv = key_view(arr, n)
-        nb = n * TOKEN_BYTES
-        pb = P * TOKEN_BYTES
         # Walk first, changing nothing: how much is cached decides which slots are taken.
-        path: list[TreeNode] = []
-        split_at = 0  # tokens of the last path node shared with the key, if it diverges inside
-        few = self._scan_children
-        node = self._root
-        off = 0
-        # The key the last child was found under (hashed already), or the first page of the
-        # rest of the key where the walk missed (empty if it was not made).
-        first = b""
-        while off < nb:
-            children = node.children
-            child = None
-            if len(children) <= few:  # compare first pages in place: no copy, no hash
-                first = b""
-                if children:
-                    page = kv[off : off + pb]
-                    for key, kid in children.items():
-                        if key.startswith(page):  # (keys are whole pages: equality)
-                            child = kid
-                            first = key
-                            break
-            else:
-                first = kv[off : off + pb].tobytes()
-                child = children.get(first)
-            if child is None:
-                hc = node.host_children  # a host tier's host-only nodes (None without one)
-                if not hc:
-                    break
-                if not first:
-                    first = kv[off : off + pb].tobytes()
-                child = hc.get(first)
-                if child is None:
-                    break
-            path.append(child)
-            ck = child.key_bytes
-            end = off + len(ck)
-            if end <= nb and ck.startswith(kv[off:end]):
-                off = end
-                node = child
-                continue
-            split_at = common_prefix_len(ck, kv, off) // P * P
-            off += split_at * TOKEN_BYTES
-            break
-        matched = off // TOKEN_BYTES
+        walk = self._walk_for_insert(kv, n)
+        path = walk.path
+        matched = walk.off // TOKEN_BYTES
         # Host-only nodes (a suffix of the path) take the new KV; the rest is on device.
         dev = len(path)
         while dev and path[dev - 1].value is None:
@@ -583,234 +501,202 @@ class RadixCache:
                 idx = self._slot_device.host_array("indices", indices, L)
             claimed = self._slots.claim(idx, on_device, n)
             lo = on_device
-        # Stamp, split and count along the path; then score. A raise from the policy
-        # (a score, a callback) undoes all of it: what this records is what it changed.
-        clock0 = self._clock
-        root = self._root
-        root_time = root.last_access_time
-        touched: list[tuple[TreeNode, float, int, int, object]] = []
-        split: _Split | None = None
-        leaf: TreeNode | None = None
-        raised: list[tuple[TreeNode, int]] = []
-        unevicted: list[TreeNode] = []
-        backups: list[TreeNode] = []
-        count_hits = self._count_hits
-        backup_at = self._backup_at
-        clock = clock0 + 1
+        change = _InsertChange(self._clock, self._root.last_access_time)
         try:
-            root.last_access_time = clock
-            node = root
-            last = len(path) - 1
-            for i, child in enumerate(path):
-                touched.append((child, child.last_access_time, child.priority, child.hit_count,
-                                child.context))
-                clock += 1
-                child.last_access_time = clock
-                if i == last and split_at:
-                    self._clock = clock
-                    split = _Split(child)
-                    child = self._split(child, split_at, first)
-                    clock = self._clock
-                if i >= dev:  # host-only: the insert's KV puts it back on device
-                    self._unevict(node, child, claimed, lo)
-                    unevicted.append(child)
-                if context is not None:
-                    child.context = context  # (after a split: the head, which the key covers)
-                if child.priority < prio:
-                    child.priority = prio
-                if child.prefix_len > done and count_hits:
-                    child.hit_count += 1
-                    if backup_at and child.host_value is None and child.hit_count >= backup_at:
-                        backups.append(child)
-                node = child
-            if matched < n:
-                value = self._slots.node_entries(claimed, matched - lo, n - lo)
-                leaf = TreeNode(node, kv[off:].tobytes(), value, clock + 1, prio)
-                leaf.creation_time = clock + 2
-                leaf.context = context
-                clock += 2
-                if n > done and count_hits:
-                    leaf.hit_count = 1
-                    if backup_at and backup_at <= 1:
-                        backups.append(leaf)
-                # Filed under the page the walk missed, if it made that key (hashed already).
-                node.children[first if first and not split_at else leaf.key_bytes[:pb]] = leaf
-                depth = leaf.prefix_len
-                x: TreeNode | None = node
-                while x is not None and x.history_len < depth:
-                    raised.append((x, x.history_len))
-                    x.history_len = depth
-                    x = x.parent
-                on_insert = self._on_insert
-                if on_insert is not None:
-                    on_insert(leaf)
-            # The tail a split left behind, and the new leaf (or the fully matched node).
-            scored = leaf if leaf is not None else node
-            if split is None:
-                self._driver.offer(scored)
-            else:
-                self._driver.offer(split.node, scored)
-            if backups:
-                self._back_up(backups)
+            self._apply_insert(walk, change, kv, n, dev, claimed, lo, prio, done, context)
         except BaseException:
-            if leaf is not None:
-                del node.children[leaf.key_bytes[:pb]]
-                leaf.parent = None
-                for x, old in reversed(raised):
-                    x.history_len = old
-            for x in reversed(unevicted):
-                self._undo_unevict(x)
-            if split is not None and split.node.parent is not None:
-                self._unsplit(split)
-            for x, t, p, h, c in reversed(touched):
-                x.last_access_time, x.priority, x.hit_count, x.context = t, p, h, c
-            root.last_access_time = root_time
-            self._clock = clock0
+            self._undo_insert(change)
             raise
         # Committed: the pool's owners and the counts follow.
         st = self.stats
         st.insert_calls += 1
-        if leaf is not None:
-            self._slots.adopt(leaf.value)
+        if change.leaf is not None:
+            self._slots.adopt(change.leaf.value)
             self._evictable += n - matched
             self._num_nodes += 1
             st.inserted_tokens += n - matched
-        if unevicted:
-            self._adopt_unevicted(unevicted)
-        self._clock = clock
+        if change.unevicted:
+            host = self._host
+            assert host is not None
+            self._evictable += host.adopt_unevicted(change.unevicted)
+        self._clock = change.clock
         if on_device > lo:
             self._slots.free_claimed(claimed[: (on_device - lo) // P])
             st.duplicate_tokens_freed += on_device - lo
         return matched
 
-    # ------------------------------------------------------------------ host tier
-    def _unevict(self, parent: TreeNode, node: TreeNode, claimed: Any, lo: int) -> None:
-        """Give host-only ``node`` the insert's fresh KV: it is on both tiers again."""
-        end = node.prefix_len
-        node.value = self._slots.node_entries(claimed, end - node.num_tokens - lo, end - lo)
-        first = node.key_bytes[: self.page_size * TOKEN_BYTES]
-        siblings = parent.host_children
-        assert siblings is not None
-        del siblings[first]
-        parent.children[first] = node
+    def _walk_for_insert(self, kv: memoryview, n: int) -> _InsertWalk:
+        """The nodes an insert of ``kv`` (``n`` tokens) passes, host-only ones included.
 
-    def _undo_unevict(self, node: TreeNode) -> None:
-        parent = node.parent
-        assert parent is not None
-        first = node.key_bytes[: self.page_size * TOKEN_BYTES]
-        del parent.children[first]
-        siblings = parent.host_children
-        if siblings is None:
-            parent.host_children = siblings = {}
-        siblings[first] = node
-        node.value = None
+        Changes nothing. ``split_at`` is the tokens the last node shares with
+        the key when the key diverges inside it (0: it does not).
+        """
+        P = self.page_size
+        nb = n * TOKEN_BYTES
+        pb = P * TOKEN_BYTES
+        walk = _InsertWalk()
+        path = walk.path
+        few = self._scan_children
+        node = self._root
+        off = 0
+        while off < nb:
+            child, first = find_child(node.children, kv, off, pb, few)
+            if child is None:
+                hc = node.host_children  # a host tier's host-only nodes (None without one)
+                if hc:
+                    if not first:
+                        first = kv[off : off + pb].tobytes()
+                    child = hc.get(first)
+            # The key the last child was found under (hashed already), or the first page
+            # of the rest of the key where the walk missed (empty if it was not made).
+            walk.first = first
+            if child is None:
+                break
+            path.append(child)
+            ck = child.key_bytes
+            end = off + len(ck)
+            if end <= nb and ck.startswith(kv[off:end]):
+                off = end
+                node = child
+                continue
+            walk.split_at = common_prefix_len(ck, kv, off) // P * P
+            off += walk.split_at * TOKEN_BYTES
+            break
+        walk.off = off
+        return walk
 
-    def _adopt_unevicted(self, nodes: list[TreeNode], register: bool = True) -> None:
-        host = self._host
-        assert host is not None
-        tokens = 0
-        for x in nodes:
-            self._slots.adopt(x.value)
-            if register:
-                host.note_duplicate(x)
-            tokens += x.num_tokens
-        self._evictable += tokens
-        host.host_only_tokens -= tokens
-        host.stats.unevicted_tokens += tokens
+    def _apply_insert(
+        self, walk: _InsertWalk, change: _InsertChange, kv: memoryview, n: int, dev: int,
+        claimed: Any, lo: int, prio: int, done: int, context: Any,
+    ) -> None:
+        """Stamp, split and count along the path, add the new leaf, then score.
 
-    def _back_up(self, nodes: list[TreeNode]) -> None:
-        """Copy ``nodes`` (each with its un-backed ancestors) to host, in order.
-
-        If a host policy raises meanwhile, the copies made here are freed again.
+        Everything it changes is recorded in ``change`` as it goes, so that
+        a raise from the policy (a score, a callback) can be undone.
         """
         host = self._host
-        assert host is not None
-        written: list[TreeNode] = []
-        host.journal = written
-        try:
-            for x in nodes:
-                host.back_up_chain(x)
-        except BaseException:
-            for y in written:
-                host.stats.written_tokens -= host.free_copy(y)
-            raise
-        finally:
-            host.journal = None
+        count_hits = self._count_hits
+        backup_at = self._backup_at
+        backups: list[TreeNode] = []
+        path = walk.path
+        split_at = walk.split_at
+        clock = change.clock0 + 1
+        root = self._root
+        root.last_access_time = clock
+        node = root
+        last = len(path) - 1
+        for i, child in enumerate(path):
+            change.touched.append((child, child.last_access_time, child.priority,
+                                   child.hit_count, child.context))
+            clock += 1
+            child.last_access_time = clock
+            if i == last and split_at:
+                self._clock = clock
+                change.split = SplitRecord(child)
+                child = self._split(child, split_at, walk.first)
+                clock = self._clock
+            if i >= dev:  # host-only: the insert's KV puts it back on device
+                assert host is not None
+                host.unevict(node, child, claimed, lo)
+                change.unevicted.append(child)
+            if context is not None:
+                child.context = context  # (after a split: the head, which the key covers)
+            if child.priority < prio:
+                child.priority = prio
+            if child.prefix_len > done and count_hits:
+                child.hit_count += 1
+                if backup_at and child.host_value is None and child.hit_count >= backup_at:
+                    backups.append(child)
+            node = child
+        change.parent = node
+        if walk.off < n * TOKEN_BYTES:
+            leaf = self._new_leaf(walk, change, kv, n, claimed, lo, prio, done, clock, context)
+            clock += 2
+            if backup_at and backup_at <= 1 and leaf.hit_count:
+                backups.append(leaf)
+        change.clock = clock
+        # The tail a split left behind, and the new leaf (or the fully matched node).
+        scored = change.leaf if change.leaf is not None else node
+        if change.split is None:
+            self._driver.offer(scored)
+        else:
+            self._driver.offer(change.split.node, scored)
+        if backups:
+            assert host is not None
+            host.back_up_all(backups)
+
+    def _new_leaf(
+        self, walk: _InsertWalk, change: _InsertChange, kv: memoryview, n: int, claimed: Any,
+        lo: int, prio: int, done: int, clock: float, context: Any,
+    ) -> TreeNode:
+        """The leaf holding the key's uncached tail, filed under ``change.parent``."""
+        node = change.parent
+        assert node is not None
+        matched = walk.off // TOKEN_BYTES
+        value = self._slots.node_entries(claimed, matched - lo, n - lo)
+        leaf = TreeNode(node, kv[walk.off :].tobytes(), value, clock + 1, prio)
+        leaf.creation_time = clock + 2
+        leaf.context = context
+        if n > done and self._count_hits:
+            leaf.hit_count = 1
+        # Filed under the page the walk missed, if it made that key (hashed already).
+        first = walk.first
+        node.children[first if first and not walk.split_at else leaf.key_bytes[:self._pb]] = leaf
+        change.leaf = leaf
+        depth = leaf.prefix_len
+        x: TreeNode | None = node
+        while x is not None and x.history_len < depth:
+            change.raised.append((x, x.history_len))
+            x.history_len = depth
+            x = x.parent
+        on_insert = self._on_insert
+        if on_insert is not None:
+            on_insert(leaf)
+        return leaf
+
+    def _undo_insert(self, change: _InsertChange) -> None:
+        """Put back everything ``_apply_insert`` recorded in ``change``."""
+        leaf = change.leaf
+        if leaf is not None:
+            node = change.parent
+            assert node is not None
+            del node.children[leaf.key_bytes[: self._pb]]
+            leaf.parent = None
+            for x, old in reversed(change.raised):
+                x.history_len = old
+        host = self._host
+        for x in reversed(change.unevicted):
+            assert host is not None
+            host.undo_unevict(x)
+        split = change.split
+        if split is not None and split.node.parent is not None:
+            self._unsplit(split)
+        for x, t, p, h, c in reversed(change.touched):
+            x.last_access_time, x.priority, x.hit_count, x.context = t, p, h, c
+        self._root.last_access_time = change.root_time
+        self._clock = change.clock0
 
     def _split(self, child: TreeNode, m: int, first: bytes = b"") -> TreeNode:
-        """Split ``child`` after ``m`` tokens; the new parent takes the head.
+        """Split ``child`` after ``m`` tokens (``tree.split_node``); the new parent takes the head.
 
-        The original node object keeps the tail, so a lock handle on it stays
-        valid. The new parent inherits what describes the shared prefix. The
-        caller offers the tail to the driver once its own changes are done.
+        The caller offers the tail to the driver once its own changes are done.
         ``first``: the key ``child`` was found under in its parent (its first
         page, hashed already), if the caller has it (empty if not).
         """
-        parent = child.parent
-        assert parent is not None and 0 < m < child.num_tokens
-        cut = m * TOKEN_BYTES
-        ck = child.key_bytes
-        t = self._clock + 1.0
-        value = child.value
-        head_value: Any = None  # a host-only node's head is host-only too
-        if value is not None:
-            head_value, child.value = self._slots.split(value, m)
-        head = TreeNode(parent, ck[:cut], head_value, t, child.priority)
-        if child.host_value is not None:
-            k = m // self.page_size
-            hv = child.host_value
-            head.host_value, child.host_value = hv[:k], hv[k:]
-            head.host_lock_ref = child.host_lock_ref
-        # SGLang draws a creation tick for the new node too (t + 1) before giving it the
-        # child's creation_time, so the child's re-stamp comes two ticks later.
-        head.creation_time = child.creation_time
-        head.hit_count = child.hit_count
-        head.lock_ref = child.lock_ref
-        head.history_len = child.history_len
-        head.context = child.context
-        pb = self.page_size * TOKEN_BYTES
-        child.key_bytes = ck[cut:]
-        child.num_tokens -= m
-        child.parent = head
-        child.last_access_time = t + 2.0
-        self._clock = t + 2.0
-        key = first if first else ck[:pb]  # the head's key: the same first page
-        if value is None:
-            head.host_children = {child.key_bytes[:pb]: child}
-            siblings = parent.host_children
-            assert siblings is not None
-            siblings[key] = head
-        else:
-            head.children[child.key_bytes[:pb]] = child
-            parent.children[key] = head
-            host = self._host
-            if host is not None and head.host_value is not None:
-                host.note_duplicate(head)
+        head = split_node(child, m, self._clock + 1.0, self.page_size, first)
+        self._clock += 3.0
+        host = self._host
+        if host is not None and head.value is not None and head.host_value is not None:
+            host.note_duplicate(head)
         self._num_nodes += 1
         on_split = self._on_split
         if on_split is not None:
             on_split(head, child)
         return head
 
-    def _unsplit(self, split: _Split) -> None:
+    def _unsplit(self, split: SplitRecord) -> None:
         """Undo :meth:`_split`: the tail takes its head back (the head is dropped)."""
-        child = split.node
-        head = child.parent
-        assert head is not None and head.parent is not None
-        pb = self.page_size * TOKEN_BYTES
-        if child.value is None:
-            siblings = head.parent.host_children
-            assert siblings is not None
-            siblings[split.key_bytes[:pb]] = child
-        else:
-            head.parent.children[split.key_bytes[:pb]] = child
-        child.parent = head.parent
-        child.key_bytes = split.key_bytes
-        child.value = split.value
-        child.host_value = split.host_value
-        child.num_tokens = split.num_tokens
-        child.last_access_time = split.last_access_time
-        head.parent = None
+        unsplit_node(split, self.page_size)
         self._num_nodes -= 1
 
     # ------------------------------------------------------------------ locks
@@ -818,11 +704,7 @@ class RadixCache:
     # compiled build raises the interpreted build's error for a non-node.
     def inc_lock_ref(self, node: TreeNode | Any) -> None:
         """Protect ``node`` and its ancestors from eviction."""
-        me = _GET_IDENT()
-        if self._busy:
-            raise self._refuse("inc_lock_ref", me)
-        self._busy = me
-        self._busy_op = "inc_lock_ref"
+        self._enter("inc_lock_ref")
         try:
             self._inc_lock_ref(node)
         finally:
@@ -853,11 +735,7 @@ class RadixCache:
 
     def dec_lock_ref(self, node: TreeNode | Any) -> None:
         """Undo one ``inc_lock_ref(node)``."""
-        me = _GET_IDENT()
-        if self._busy:
-            raise self._refuse("dec_lock_ref", me)
-        self._busy = me
-        self._busy_op = "dec_lock_ref"
+        self._enter("dec_lock_ref")
         try:
             self._dec_lock_ref(node)
         finally:
@@ -918,11 +796,7 @@ class RadixCache:
         Whole nodes go, so the total may overshoot; it falls short only when
         nothing evictable is left. Returns the tokens freed.
         """
-        me = _GET_IDENT()
-        if self._busy:
-            raise self._refuse("evict", me)
-        self._busy = me
-        self._busy_op = "evict"
+        self._enter("evict")
         try:
             return self._evict(num_tokens)
         finally:
@@ -932,7 +806,8 @@ class RadixCache:
         want = check_int("num_tokens", num_tokens, 1)
         t0 = _PERF_COUNTER()
         host = self._host
-        victims = self._driver.evict(want) if host is None else self._evict_to_host(want)
+        driver = self._driver
+        victims = driver.evict(want) if host is None else host.evict_device(driver, want)
         freed = 0
         if victims:
             values = []
@@ -945,7 +820,8 @@ class RadixCache:
                     node.value = empty  # its slots are the pool's again: node_slots shows none
                     gone += 1
             if gone < len(victims):
-                values.extend(self._settle_demotions())
+                assert host is not None
+                values.extend(host.settle_demotions())
             self._evictable -= freed
             self._num_nodes -= gone
             self._slots.release(values)
@@ -955,58 +831,6 @@ class RadixCache:
         st.evicted_nodes += len(victims)
         st.eviction_seconds += _PERF_COUNTER() - t0
         return freed
-
-    def _evict_to_host(self, want: int) -> list[TreeNode]:
-        """The device driver's eviction, backed-up victims demoted to host-only."""
-        host = self._host
-        assert host is not None
-        self._demoted = []
-        try:
-            victims = self._driver.evict(want, self._demote)
-        except BaseException:
-            for node, value in self._demoted:  # the driver linked them back on device
-                node.value = value
-            self._demoted = []
-            raise
-        for node in victims:
-            if node.parent is None and node.host_children:
-                host.drop_host_subtree(node)  # unreachable now: gone from host too
-        return victims
-
-    def _demote(self, node: TreeNode) -> bool:
-        """Keep device victim ``node`` on host only, backing it up first under write_back.
-
-        False: it has no host copy and gets none (write_through with a count
-        below the threshold, or a full host tier), so it leaves the tree.
-        """
-        host = self._host
-        assert host is not None
-        if node.host_value is None:
-            if not (host.write_back and host.back_up(node)):
-                return False
-            # SGLang registers the write at its ack, while the node is on both tiers, and
-            # leaves the entry (stale once demoted) where it is: this is the node's place in
-            # the reclaim order, also after a later reload (unified_tree_core.py 1604-1610,
-            # 2840-2849).
-            host.note_duplicate(node)
-        self._demoted.append((node, node.value))
-        node.value = None
-        host.offer(node)  # a host leaf, unless host-only children hang below it
-        return True
-
-    def _settle_demotions(self) -> list[Any]:
-        """Count the demotions of the eviction that just ended; return their device values."""
-        host = self._host
-        assert host is not None
-        values = []
-        tokens = 0
-        for node, value in self._demoted:
-            values.append(value)
-            tokens += node.num_tokens
-        self._demoted = []
-        host.host_only_tokens += tokens
-        host.stats.demoted_tokens += tokens
-        return values
 
     def load_back(self, node: TreeNode | Any) -> torch.Tensor | None:
         """Bring host-only ``node`` and its host-only ancestors back to the device.
@@ -1018,11 +842,7 @@ class RadixCache:
         host part is shorter than the tier's ``load_back_threshold``. The
         loaded nodes are on both tiers; lock ``node`` to keep them.
         """
-        me = _GET_IDENT()
-        if self._busy:
-            raise self._refuse("load_back", me)
-        self._busy = me
-        self._busy_op = "load_back"
+        self._enter("load_back")
         try:
             return self._load_back(node)
         finally:
@@ -1063,15 +883,15 @@ class RadixCache:
         new = self.pool.alloc(tokens) if self.pool.available_size() >= tokens else None
         if new is None:
             st.load_back_failed_tokens += tokens
-            self._offer_host(node, None)
+            host.offer(node)
             return None
         claimed = self._slots.claim(self._slot_device.host_array("load_back", new), 0, tokens)
         parent = anchor
         lo = anchor.prefix_len
         for y in path:
-            self._unevict(parent, y, claimed, lo)
+            host.unevict(parent, y, claimed, lo)
             parent = y
-        self._adopt_unevicted(path, register=False)
+        self._evictable += host.adopt_unevicted(path, register=False)
         for y in reversed(path):  # SGLang's load ack registers from the anchor up (2735-2751)
             host.note_duplicate(y)
         host.stats.unevicted_tokens -= tokens  # counted as loaded, not as given fresh KV
@@ -1086,11 +906,7 @@ class RadixCache:
         if host is None:
             raise ValueError("evict_host: this cache has no host tier")
         want = check_int("num_tokens", num_tokens, 1)
-        me = _GET_IDENT()
-        if self._busy:
-            raise self._refuse("evict_host", me)
-        self._busy = me
-        self._busy_op = "evict_host"
+        self._enter("evict_host")
         try:
             return host.evict(want)
         finally:
@@ -1103,11 +919,7 @@ class RadixCache:
     # ------------------------------------------------------------------ reset
     def reset(self) -> None:
         """Free every slot the tree holds. An error while any node is locked."""
-        me = _GET_IDENT()
-        if self._busy:
-            raise self._refuse("reset", me)
-        self._busy = me
-        self._busy_op = "reset"
+        self._enter("reset")
         try:
             self._reset()
         finally:

@@ -178,3 +178,105 @@ def common_prefix_len(node_key: bytes, key: memoryview, offset: int) -> int:
     n = min(len(x), len(y))
     diff = np.flatnonzero(x[:n] != y[:n])
     return int(diff[0]) if len(diff) else n
+
+
+def find_child(
+    children: dict[bytes, TreeNode], kv: memoryview, off: int, pb: int, few: int
+) -> tuple[TreeNode | None, bytes]:
+    """The child filed under the page of ``kv`` at byte ``off``, and the key it is filed under.
+
+    Children are filed under their first page's bytes. Among ``few`` or fewer
+    a lookup compares first pages in place (no copy, no hash: see
+    :func:`children_to_scan`); returns ``(None, b"")`` if none matches. Past
+    that it copies the page out and asks the dict; returns the copied key
+    even on a miss (hashed already, for a caller that files a new child under it).
+    """
+    if len(children) <= few:
+        if children:
+            page = kv[off : off + pb]
+            for key, kid in children.items():
+                if key.startswith(page):  # (keys are whole pages: equality)
+                    return kid, key
+        return None, b""
+    first = kv[off : off + pb].tobytes()
+    return children.get(first), first
+
+
+class SplitRecord:
+    """What a split changed in the node it split: enough to undo it."""
+
+    def __init__(self, node: TreeNode) -> None:
+        self.node = node
+        self.key_bytes = node.key_bytes
+        self.value: Any = node.value
+        self.host_value: Any = node.host_value
+        self.num_tokens = node.num_tokens
+        self.last_access_time = node.last_access_time
+
+
+def split_node(child: TreeNode, m: int, t: float, page_size: int, first: bytes) -> TreeNode:
+    """Split ``child`` after ``m`` tokens at tick ``t``; the new parent takes the head.
+
+    The original node object keeps the tail, so a lock handle on it stays
+    valid, and is stamped ``t + 2``. The new parent inherits what describes
+    the shared prefix, and is filed where ``child`` was (under ``first``, the
+    key ``child`` was found under, if the caller has it: else its first page).
+    A host-only node's head is host-only too.
+    """
+    parent = child.parent
+    assert parent is not None and 0 < m < child.num_tokens
+    cut = m * TOKEN_BYTES
+    ck = child.key_bytes
+    value = child.value
+    k = m // page_size
+    head_value: Any = None
+    if value is not None:
+        head_value, child.value = value[:k], value[k:]
+    head = TreeNode(parent, ck[:cut], head_value, t, child.priority)
+    if child.host_value is not None:
+        hv = child.host_value
+        head.host_value, child.host_value = hv[:k], hv[k:]
+        head.host_lock_ref = child.host_lock_ref
+    # SGLang draws a creation tick for the new node too (t + 1) before giving it the
+    # child's creation_time, so the child's re-stamp comes two ticks later.
+    head.creation_time = child.creation_time
+    head.hit_count = child.hit_count
+    head.lock_ref = child.lock_ref
+    head.history_len = child.history_len
+    head.context = child.context
+    pb = page_size * TOKEN_BYTES
+    child.key_bytes = ck[cut:]
+    child.num_tokens -= m
+    child.parent = head
+    child.last_access_time = t + 2.0
+    key = first if first else ck[:pb]  # the head's key: the same first page
+    if value is None:
+        head.host_children = {child.key_bytes[:pb]: child}
+        siblings = parent.host_children
+        assert siblings is not None
+        siblings[key] = head
+    else:
+        head.children[child.key_bytes[:pb]] = child
+        parent.children[key] = head
+    return head
+
+
+def unsplit_node(split: SplitRecord, page_size: int) -> None:
+    """Undo :func:`split_node`: the tail takes its head back (the head is dropped)."""
+    child = split.node
+    head = child.parent
+    assert head is not None and head.parent is not None
+    pb = page_size * TOKEN_BYTES
+    if child.value is None:
+        siblings = head.parent.host_children
+        assert siblings is not None
+        siblings[split.key_bytes[:pb]] = child
+    else:
+        head.parent.children[split.key_bytes[:pb]] = child
+    child.parent = head.parent
+    child.key_bytes = split.key_bytes
+    child.value = split.value
+    child.host_value = split.host_value
+    child.num_tokens = split.num_tokens
+    child.last_access_time = split.last_access_time
+    head.parent = None
