@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 .PHONY: install simulate test lint typecheck imports docs bench clean sglang-env vllm-env
 
 # setup.py compiles these (core/cache/compiled.py lists them): an edit needs a rebuild.
-COMPILED := $(addprefix core/cache/,$(addsuffix .py,args tree eviction ownership slots pool host_tier radix_cache))
+COMPILED := $(addprefix core/cache/,$(addsuffix .py,args tree eviction ownership slots pool host_tier radix_tree radix_cache))
 
 $(STAMP): pyproject.toml setup.py core/cache/compiled.py $(COMPILED) core/cache/_page_kernel.c plugins_example/pyproject.toml plugins_example/classics/pyproject.toml plugins_example/learned/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)

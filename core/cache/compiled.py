@@ -26,6 +26,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "slots",
     "pool",
     "host_tier",
+    "radix_tree",
     "radix_cache",
 )
 

@@ -25,7 +25,7 @@ from radix_evict.cache.args import check_int
 from radix_evict.cache.eviction import EvictionDriver, is_evictable_leaf
 from radix_evict.cache.pool import KVPool
 from radix_evict.cache.slots import SlotStorage
-from radix_evict.cache.tree import TOKEN_BYTES, TreeNode, common_prefix_len
+from radix_evict.cache.tree import TOKEN_BYTES, TreeNode, common_prefix_len, find_child
 from radix_evict.policies.contract import Callbacks, EvictionPolicy, callbacks_of
 from radix_evict.policies.resolve import policy_by_name, policy_origin
 
@@ -335,7 +335,7 @@ class HostTier:
         pb = P * TOKEN_BYTES
         hc = node.host_children
         while hc and off < nb:
-            child = hc.get(kv[off : off + pb].tobytes())
+            child = find_child(hc, kv, off, pb, 0)[0]  # (host-only children: by the dict)
             if child is None:
                 break
             ck = child.key_bytes
