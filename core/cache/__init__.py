@@ -3,7 +3,8 @@
 The token tree and its slot storage (``tree``, ``slots``), the KV pool and the
 allocator protocol (``pool``, ``allocator``), the eviction driver
 (``eviction``), the host tier behind it (``host_tier``: SGLang's HiCache),
-:class:`~radix_evict.cache.radix_cache.RadixCache` itself, its
+:class:`~radix_evict.cache.radix_cache.RadixCache` itself over its tree
+(``radix_tree``: the state and the undoable changes), its
 counters (``stats``) and the list of modules the install compiles
 (``compiled``), the request context a caller may pass (``context``), and the
 one rule for naming a device (``device``).
@@ -25,6 +26,7 @@ __all__ = [
     "ownership",
     "pool",
     "radix_cache",
+    "radix_tree",
     "slots",
     "stats",
     "tree",

@@ -6,7 +6,7 @@ hand it its own allocator; :class:`KVPool` is the one radix-evict ships.
 
 from __future__ import annotations
 
-from typing import Any, SupportsIndex
+from typing import Any, Final, SupportsIndex
 
 import numpy as np
 import torch
@@ -18,6 +18,11 @@ from radix_evict.cache.device import resolve_device
 from radix_evict.cache.ownership import FREE, PageOwners, describe_outside
 
 __all__ = ["Allocator", "KVPool", "default_device"]
+
+# Read once: a compiled module reads a Final from a C global, not through ``np``'s dict.
+_INT64: Final = np.dtype(np.int64)  # numpy's shared descriptor: an identity test finds it
+_EMPTY: Final = np.empty
+_FROM_NUMPY: Final = torch.from_numpy
 
 
 def default_device() -> torch.device:
@@ -63,6 +68,7 @@ class KVPool:
         if n % P:
             raise ValueError(f"KVPool: size {n} is not a whole number of pages of {P} tokens")
         self.slot_device = SlotDevice(device)  # None: the current GPU, else cpu
+        self._on_cpu = self.slot_device.on_cpu  # (read on every alloc: no copy on cpu)
         dev = self.slot_device.device
         self.num_pages = n // P
         # Row p holds page p's slots: gathering rows spells pages out as slots at copy
@@ -97,7 +103,8 @@ class KVPool:
         owners = self.owners
         if k > self.num_pages - owners.head:
             return None
-        return self.slot_device.to_device(self.page_slots(owners.pop(k)))
+        slots = self.page_slots(owners.pop(k))
+        return _FROM_NUMPY(slots) if self._on_cpu else self.slot_device.to_device(slots)
 
     def take_pages(self, k: int) -> Any:
         """``k`` free pages handed straight to a cache node (its own array), or None if fewer.
@@ -114,7 +121,8 @@ class KVPool:
     def page_slots(self, pages: Any) -> Any:
         """A new int64 host array of the slots of ``pages`` (pinned for a GPU: see ``empty``)."""
         loops = self._loops
-        out = self.slot_device.empty(len(pages) * self.page_size)
+        n = len(pages) * self.page_size
+        out = _EMPTY(n, _INT64) if self._on_cpu else self.slot_device.empty(n)
         if loops is not None:
             loops.page_slots([pages], self.page_size, out)
         elif self.page_size == 1:
@@ -130,7 +138,8 @@ class KVPool:
             total = 0
             for part in parts:
                 total += len(part)
-            out = self.slot_device.empty(total * self.page_size)
+            n = total * self.page_size
+            out = _EMPTY(n, _INT64) if self._on_cpu else self.slot_device.empty(n)
             loops.page_slots(parts, self.page_size, out)
             return out
         return self.page_slots(parts[0] if len(parts) == 1 else np.concatenate(parts))

@@ -15,7 +15,7 @@ through :class:`~radix_evict.cache.args.SlotDevice`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import torch
@@ -23,6 +23,11 @@ import torch
 from radix_evict.cache.args import SlotDevice
 from radix_evict.cache.ownership import host_loops
 from radix_evict.cache.pool import Allocator, KVPool
+
+# Read once: a compiled module reads a Final from a C global, not through ``np``'s dict.
+_EMPTY: Final = np.empty
+_INT64: Final = np.dtype(np.int64)
+_FROM_NUMPY: Final = torch.from_numpy
 
 SlotArray = np.ndarray | torch.Tensor
 
@@ -55,6 +60,8 @@ class SlotStorage:
         self.page_size = P = int(pool.page_size)
         # A KVPool's own device record: the device is resolved once per pool.
         self.slot_device = pool.slot_device if isinstance(pool, KVPool) else SlotDevice(pool.device)
+        # On cpu the slots handed out are the host arrays themselves: no copy, no call.
+        self._on_cpu = self.slot_device.on_cpu
         self._pool = pool
         self._kvpool: KVPool | None = pool if isinstance(pool, KVPool) else None
         self._plain_free = frees_like_kvpool(pool)
@@ -143,7 +150,7 @@ class SlotStorage:
         total = 0
         for v in values:
             total += len(v)
-        out = self.slot_device.empty(total * P)
+        out = _EMPTY(total * P, _INT64) if self._on_cpu else self.slot_device.empty(total * P)
         if loops is not None or not values:
             if values:
                 loops.page_slots(values, P, out)
@@ -157,7 +164,8 @@ class SlotStorage:
 
     def to_tensor(self, values: list[Any]) -> torch.Tensor:
         """A new int64 tensor of the slots behind ``values``, on the pool's device."""
-        return self.slot_device.to_device(self.slots(values))
+        out = self.slots(values)
+        return _FROM_NUMPY(out) if self._on_cpu else self.slot_device.to_device(out)
 
     def release(self, values: list[Any]) -> None:
         """Give the slots behind the tree's ``values`` back to the pool."""

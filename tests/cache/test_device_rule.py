@@ -105,11 +105,12 @@ def _off_cpu_twin(size: int, page_size: int) -> KVPool:
     """A cpu pool driven down the path a GPU pool takes: slots copied across, both ways.
 
     Its SlotDevice believes the KV is elsewhere, so every slot handed out goes
-    through ``to_device`` (a ``.to`` copy) and every slot taken back through
-    ``host_array``'s copy to the host: the code a cuda pool runs, minus the GPU.
+    through ``to_device`` and every slot taken back through ``host_array``'s
+    ``.cpu()``: the branches a cuda pool runs (on cpu the moves are no-ops).
     """
     pool = KVPool(size=size, page_size=page_size, device="cpu")
-    pool.slot_device.on_cpu = False
+    pool.slot_device.on_cpu = False  # what a cache built on it reads
+    pool._on_cpu = False  # the pool's own copy of the flag
     return pool
 
 
