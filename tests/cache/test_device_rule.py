@@ -123,3 +123,15 @@ def test_the_off_cpu_path_decides_as_the_cpu_pool(page_size: int, policy: str) -
     plain = replay(KVPool(size=size, page_size=page_size, device="cpu"), policy)
     assert plain == replay(_off_cpu_twin(size, page_size), policy)
     assert any(step[2] for step in plain[:-1]), "the stream must evict to test anything"
+
+
+@pytest.mark.parametrize("write_policy", ["write_through", "write_back"])
+def test_the_off_cpu_path_with_a_host_tier_decides_as_the_cpu_pool(write_policy: str) -> None:
+    from helpers.device_stream import replay
+
+    from radix_evict import HostTierSpec
+
+    host = HostTierSpec(ratio=2.0, write_policy=write_policy)
+    plain = replay(KVPool(size=4096, page_size=16, device="cpu"), "lru", host=host)
+    assert any(step[0] == "loaded" for step in plain), "the stream must load back"
+    assert plain == replay(_off_cpu_twin(4096, 16), "lru", host=host)

@@ -16,7 +16,7 @@ import torch
 from helpers.device_stream import replay
 from helpers.rigs import run_cli
 
-from radix_evict import KVPool, RadixCache
+from radix_evict import HostTierSpec, KVPool, RadixCache
 from radix_evict.cache.ownership import FREE
 from radix_evict.engine import run_engine_replay, tiny_chat_requests
 
@@ -39,6 +39,14 @@ def test_a_cuda_pool_decides_exactly_as_a_cpu_pool(page_size: int, policy: str) 
     size = 1024 * page_size // 4
     on_cpu = replay(KVPool(size=size, page_size=page_size, device="cpu"), policy)
     assert on_cpu == replay(KVPool(size=size, page_size=page_size, device="cuda"), policy)
+
+
+@pytest.mark.parametrize("write_policy", ["write_through", "write_back"])
+def test_a_cuda_pool_with_a_host_tier_decides_as_a_cpu_pool(write_policy: str) -> None:
+    host = HostTierSpec(ratio=2.0, write_policy=write_policy)
+    on_cpu = replay(KVPool(size=4096, page_size=16, device="cpu"), "lru", host=host)
+    assert any(step[0] == "loaded" for step in on_cpu), "the stream must load back"
+    assert on_cpu == replay(KVPool(size=4096, page_size=16, device="cuda"), "lru", host=host)
 
 
 def test_a_gpu_free_names_the_culprits_like_the_cpu_one() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from radix_evict import KVPool, RadixCache
+from radix_evict import HostTierSpec, KVPool, RadixCache
 
 
 def prompts(n: int = 300, seed: int = 0) -> list[list[int]]:
@@ -33,13 +33,22 @@ def prompts(n: int = 300, seed: int = 0) -> list[list[int]]:
     return out
 
 
-def replay(pool: KVPool, policy: str = "lru", n: int = 300) -> list[Any]:
-    """Match, lock, evict for room, alloc, insert, unlock and free the tail, per prompt."""
-    cache = RadixCache(pool, policy=policy)
+def replay(
+    pool: KVPool, policy: str = "lru", n: int = 300, host: HostTierSpec | None = None
+) -> list[Any]:
+    """Match, lock, evict for room, alloc, insert, unlock and free the tail, per prompt.
+
+    With ``host``, a match that reaches host-only KV loads it back first.
+    """
+    cache = RadixCache(pool, policy=policy, host_tier=host)
     P = pool.page_size
     seen: list[Any] = []
     for prompt in prompts(n):
         m = cache.match_prefix(prompt)
+        if m.host_len and m.host_node is not None:
+            loaded = cache.load_back(m.host_node)
+            seen.append(("loaded", None if loaded is None else loaded.cpu().tolist()))
+            m = cache.match_prefix(prompt)
         assert m.indices.device == pool.device, (m.indices.device, pool.device)
         cache.inc_lock_ref(m.last_node)
         need = -(-(len(prompt) - m.prefix_len) // P) * P
