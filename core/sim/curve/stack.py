@@ -25,7 +25,9 @@ What the per-size cache does and a shared stack does not is kept per size:
   evicts them together (its eviction overshoot), and when a touch ends
   inside such a node the cache splits it and refreshes the tail it splits
   off: those nodes are touched at that size only, and keep their old place
-  at the others (``alt``, ``alt_mask``).
+  at the others (``alts``);
+- ``pend``: requests in flight whose rows hold a node's pages at a size
+  where they missed it: copies the model tree counts once (``extra``).
 
 Where the per-size cache would still differ, the size is marked inexact and
 the caller replays it on its own (:mod:`radix_evict.sim.curve.run`): a
@@ -53,8 +55,8 @@ from radix_evict.sim.workloads import Request, Workload
 class _Node:
     """A node of the model tree: a run of pages, its stamp, and its per-size state."""
 
-    __slots__ = ("allow", "alt", "alt_mask", "children", "end", "glue_down", "glue_up", "key",
-                 "ntok", "parent", "pins", "stamp")
+    __slots__ = ("allow", "alts", "children", "end", "glue_down", "glue_up", "key", "ntok",
+                 "parent", "pend", "pins", "stamp")
 
     def __init__(self, parent: _Node | None, key: bytes, end: int, full: int) -> None:
         self.parent = parent
@@ -67,8 +69,9 @@ class _Node:
         self.pins = 0  # requests in flight that matched through it
         self.glue_up = 0  # sizes where it is one cache node with its parent
         self.glue_down = 0  # sizes where a child is one cache node with it
-        self.alt = -1  # at sizes alt_mask the node sits at stamp alt (not refreshed there)
-        self.alt_mask = 0
+        # (stamp, sizes): where it sits at sizes that a touch did not refresh
+        self.alts: tuple[tuple[int, int], ...] = ()
+        self.pend: list[int] | None = None  # per size: requests in flight with a row copy
 
 
 @dataclass
@@ -77,6 +80,8 @@ class _Flight:
 
     matched: int  # tokens of its prompt the model tree held at arrival (pinned)
     rest: int  # the rest of its row: rounded prompt + output tokens past ``matched``
+    ends: list[int]  # its path at arrival, root first: where each node ended
+    masks: list[int]  # ... and the sizes where it hit that node
 
 
 @dataclass
@@ -108,8 +113,13 @@ class _Pass:
         self.neg_b = [0] * K  # -b, ascending while the sizes are nested (bisect)
         self.nested = True
         self.pinned = 0  # tokens pinned by requests in flight: nodes and rows
-        # Unpinned nodes absent at some size (allow) or elsewhere in its order (alt).
-        self.ghosts: dict[_Node, None] = {}
+        # Unpinned nodes absent at some size (allow) or elsewhere in its order (alts),
+        # and their stamps ascending (entries go stale when a node moves on).
+        self.ghosts: dict[_Node, int] = {}  # node -> the stamp it was noted at
+        self.g_stamps: list[int] = []
+        self.g_nodes: list[_Node] = []
+        self.extra = [0] * K  # per size: tokens of row copies the model counts once
+        self.loose: dict[_Node, None] = {}  # pinned, yet in some size's tree unlocked
         self.flights: dict[str, _Flight] = {}
         self.evicted = [0] * K
         self.evict_calls = [0] * K
@@ -141,66 +151,138 @@ class _Pass:
         """The sizes at which ``x`` is cached now."""
         if x.pins:
             return x.allow
-        am = x.alt_mask
-        if am:
-            return x.allow & ((self._stamp_mask(x.stamp) & ~am) | (self._stamp_mask(x.alt) & am))
+        if x.alts:
+            moved = 0
+            m = 0
+            for pos, sizes in x.alts:
+                moved |= sizes
+                m |= self._stamp_mask(pos) & sizes
+            return x.allow & ((self._stamp_mask(x.stamp) & ~moved) | m)
         return x.allow & self._stamp_mask(x.stamp)
 
-    def _pos(self, x: _Node, bit: int) -> int:
+    @staticmethod
+    def _pos(x: _Node, bit: int) -> int:
         """Where ``x`` sits in the eviction order of the size ``bit``."""
-        return x.alt if x.alt_mask & bit else x.stamp
+        for pos, sizes in x.alts:
+            if sizes & bit:
+                return pos
+        return x.stamp
+
+    def _register(self, x: _Node) -> None:
+        """Note unpinned ``x`` as irregular (absent or moved at some size)."""
+        s = x.stamp
+        if self.ghosts.get(x) == s:
+            return
+        self.ghosts[x] = s
+        if self.g_stamps and self.g_stamps[-1] > s:
+            i = bisect_left(self.g_stamps, s)
+            self.g_stamps.insert(i, s)
+            self.g_nodes.insert(i, x)
+        else:
+            self.g_stamps.append(s)
+            self.g_nodes.append(x)
 
     # ------------------------------------------------------------------ stamps
     def _restamp(self, x: _Node, allow: int) -> None:
         """Touch ``x``: the next stamp, and where it may be cached from now on."""
         s = len(self.node_at)
         self.node_at.append(x)
-        if not x.pins:
+        x.alts = ()
+        if x.pins:
+            if x.pend is not None:
+                self._extra(x, -1)
+                x.allow = allow
+                self._extra(x, 1)
+        else:
             fen = self.fen
             if x.stamp >= 0:
                 fen.add(x.stamp, -x.ntok)
             fen.add(s, x.ntok)
-            if allow != self.full:
-                self.ghosts[x] = None
-            elif x in self.ghosts:
-                del self.ghosts[x]
+            self.ghosts.pop(x, None)
         x.stamp = s
         x.allow = allow
-        x.alt_mask = 0
+        if not x.pins and allow != self.full:
+            self._register(x)
 
     def _refresh_at(self, x: _Node, sizes: int) -> None:
         """Touch unpinned ``x`` only at ``sizes``: where else it is cached it keeps its place
-        (as ``alt``); where it is not cached it stays absent."""
+        (in ``alts``); where it is not cached it stays absent."""
         cached = self._cached(x)
         stay = cached & ~sizes
         if not stay:
             self._restamp(x, cached)
             return
-        old = x.stamp
-        if x.alt_mask:
-            if x.alt_mask & stay and stay & ~x.alt_mask:  # two old places: one alt only
-                self._mark(x.alt_mask & stay, "a node kept three places in the order")
-            if x.alt_mask & stay:
-                old = x.alt
+        moved = 0
+        alts = []
+        for pos, m in x.alts:
+            moved |= m
+            if m & stay:
+                alts.append((pos, m & stay))
+        if stay & ~moved:
+            alts.append((x.stamp, stay & ~moved))
         self._restamp(x, cached)
-        x.alt, x.alt_mask = old, stay
-        self.ghosts[x] = None
+        x.alts = tuple(alts)
+        self._register(x)
 
-    def _pin(self, x: _Node) -> None:
+    def _extra(self, x: _Node, sign: int) -> None:
+        """Add (or take back) pinned ``x``'s row copies beyond the one the model counts:
+        at each size, [in the tree there] + requests holding a copy - 1."""
+        pend = x.pend
+        assert pend is not None
+        w = sign * x.ntok
+        allow = x.allow
+        ex = self.extra
+        for c, n in enumerate(pend):
+            k = (allow >> c & 1) + n - 1
+            if k:
+                ex[c] += w * k
+
+    def _pin(self, x: _Node, miss: int) -> None:
+        """Request pins ``x``; at sizes ``miss`` it missed it and holds a copy in its row."""
+        if x.pend is not None:
+            self._extra(x, -1)
         if not x.pins:
-            x.alt_mask = 0
+            x.alts = ()
             self.fen.add(x.stamp, -x.ntok)
             self.pinned += x.ntok
             self.ghosts.pop(x, None)
         x.pins += 1
+        if miss:
+            if x.pend is None:
+                x.pend = [0] * self.K
+            c = 0
+            while miss:
+                if miss & 1:
+                    x.pend[c] += 1
+                miss >>= 1
+                c += 1
+        if x.pend is not None:
+            self._extra(x, 1)
 
-    def _unpin(self, x: _Node) -> None:
+    def _unpin(self, x: _Node, miss: int) -> None:
+        """The request that pinned ``x`` (missing it at ``miss``) inserted it."""
+        pend = x.pend
+        if pend is not None:
+            self._extra(x, -1)
+            c = 0
+            while miss:
+                if miss & 1:
+                    pend[c] -= 1
+                miss >>= 1
+                c += 1
         x.pins -= 1
         if not x.pins:
+            x.pend = None
+            self.loose.pop(x, None)
             self.pinned -= x.ntok
             self.fen.add(x.stamp, x.ntok)
             if x.allow != self.full:
-                self.ghosts[x] = None
+                self._register(x)
+            return
+        if pend is not None:
+            self._extra(x, 1)
+            if any(pend) and x.allow:  # in the tree where inserted, other rows still hold it
+                self.loose[x] = None
 
     # ------------------------------------------------------------------ tree
     def _split(self, x: _Node, m: int) -> _Node:
@@ -217,12 +299,23 @@ class _Pass:
         head.allow = x.allow
         head.glue_up = x.glue_up
         head.stamp = x.stamp
+        head.alts = x.alts
+        if x.pend is not None:  # (the extra copies are per token: both halves carry them)
+            self._extra(x, -1)
+            head.pend = list(x.pend)
         parent.children[x.key[: self.pb]] = head
         x.key = x.key[m:]
         x.ntok -= m // TOKEN_BYTES
         x.parent = head
         x.glue_up = 0
         head.children[x.key[: self.pb]] = x
+        if x.pend is not None:
+            self._extra(x, 1)
+            self._extra(head, 1)
+        if x in self.ghosts:
+            self._register(head)  # (shares x's stamp until both are restamped)
+        if x in self.loose:
+            self.loose[head] = None
         return head
 
     def _chain(self, y: _Node, bits: int) -> list[tuple[_Node, int]]:
@@ -294,20 +387,27 @@ class _Pass:
         return out
 
     # ------------------------------------------------------------------ evict
-    def _excess(self, c: int, b: int) -> int:
+    def _irregular(self, b: int) -> list[_Node]:
+        """Irregular nodes stamped at or above ``b`` (only those can count there)."""
+        i = bisect_left(self.g_stamps, b)
+        ghosts = self.ghosts
+        return [x for s, x in zip(self.g_stamps[i:], self.g_nodes[i:], strict=True)
+                if x.stamp == s and ghosts.get(x) == s]
+
+    def _excess(self, c: int, b: int, xs: list[_Node]) -> int:
         """Tokens the Fenwick tree counts at or above ``b`` that size ``c`` does not hold
-        there (absent, or in another place): negative when another place is above."""
+        there (absent, or moved below ``b``); ``xs``: the irregular nodes that may count."""
         bit = 1 << c
         e = 0
-        for x in self.ghosts:
-            here = x.ntok if x.stamp >= b else 0
-            there = x.ntok if x.allow & bit and self._pos(x, bit) >= b else 0
-            e += here - there
+        for x in xs:
+            if x.stamp >= b and not (x.allow & bit and self._pos(x, bit) >= b):
+                e += x.ntok
         return e
 
     def _occupancy(self, c: int) -> int:
         b = self.b[c]
-        return self.fen.total - self.fen.prefix(b) - self._excess(c, b) + self.pinned
+        return (self.fen.total - self.fen.prefix(b) - self._excess(c, b, self._irregular(b))
+                + self.pinned + self.extra[c])
 
     def _lowest_fit(self, c: int, room: int) -> int:
         """The lowest boundary, not below the current one, at which size ``c`` holds at
@@ -315,14 +415,15 @@ class _Pass:
         fen = self.fen
         b0 = self.b[c]
         bit = 1 << c
+        xs = self._irregular(b0)
         cuts = set()
-        for x in self.ghosts:
+        for x in xs:
             for q in (x.stamp + 1, self._pos(x, bit) + 1):
                 if q > b0:
                     cuts.add(q)
         lo = b0
         for hi in [*sorted(cuts), 1 << 62]:
-            e = self._excess(c, lo)
+            e = self._excess(c, lo, xs)
             b = max(lo, fen.lower_bound(fen.total - room - e))
             if b < hi:
                 return b
@@ -333,13 +434,14 @@ class _Pass:
         """Size ``c`` after an arrival: evict (raise its boundary) until everything fits."""
         C = self.sizes[c]
         fen = self.fen
-        if fen.total + self.pinned <= C:  # (the excess is never negative: alt is older)
+        extra = self.extra[c]
+        if fen.total + self.pinned + extra <= C:  # (the excess is never negative)
             return
         occ = self._occupancy(c)
         if occ <= C:
             return
         self.evict_calls[c] += 1
-        room = C - self.pinned
+        room = C - self.pinned - extra
         if room < 0:
             self._mark(1 << c, "a request found no room (failed admission)")
             return
@@ -357,6 +459,9 @@ class _Pass:
                     self._mark(bit, "a merged cache node straddles its eviction point")
                 else:
                     b = top + 1
+        for x in self.loose:  # in this size's tree unlocked, kept by the model as pinned
+            if x.allow & bit and x.stamp < b and x.pend is not None and x.pend[c]:
+                self._mark(bit, "an eviction reached pages another request's row also held")
         self.b[c] = b
         self.neg_b[c] = -b
         if self.nested and ((c and self.b[c - 1] < b) or (c + 1 < self.K and b < self.b[c + 1])):
@@ -366,11 +471,15 @@ class _Pass:
     def _expire(self) -> None:
         """Forget irregular nodes every size has evicted for good (below every boundary)."""
         low = min(self.b)
-        gone = [x for x in self.ghosts if x.stamp < low and (not x.alt_mask or x.alt < low)]
-        for x in gone:
-            del self.ghosts[x]
+        ghosts = self.ghosts
+        for x in [x for x in ghosts if x.stamp < low and all(p < low for p, _ in x.alts)]:
+            del ghosts[x]
             x.allow = self.full  # (evicted everywhere: where it may be cached no longer matters)
-            x.alt_mask = 0
+            x.alts = ()
+        keep = [(s, x) for s, x in zip(self.g_stamps, self.g_nodes, strict=True)
+                if x.stamp == s and ghosts.get(x) == s]
+        self.g_stamps = [s for s, _ in keep]
+        self.g_nodes = [x for _, x in keep]
 
     # ------------------------------------------------------------------ requests
     def arrive(self, req: Request) -> list[int]:
@@ -382,7 +491,7 @@ class _Pass:
         rounded = -(-(plen + len(req.output)) // P) * P
         K = self.K
         if not n:
-            self.flights[req.rid] = _Flight(0, rounded)
+            self.flights[req.rid] = _Flight(0, rounded, [], [])
             self.pinned += rounded
             for c in range(K):
                 self._evict(c)
@@ -409,9 +518,6 @@ class _Pass:
                         hits[c] = x.end
                     e >>= 1
                     c += 1
-            if x.pins and x.allow != self.full:
-                self._mark(self.full & ~x.allow & ~m,
-                           "two requests in flight held the same uncached pages")
             nxt = m
         if tail is not None and tail.glue_down & tail_was:
             bits = tail.glue_down & tail_was
@@ -421,13 +527,14 @@ class _Pass:
         self._refresh(refresh)
         if tail is not None:
             self._restamp(tail, tail.allow & tail_was if not tail.pins else tail.allow)
+        full = self.full
         for j in range(len(path) - 1, -1, -1):
             x = path[j]
             self._restamp(x, masks[j] if not x.pins else x.allow)
-            self._pin(x)
+            self._pin(x, full & ~masks[j])
         matched = off // TOKEN_BYTES
         rest = rounded - matched
-        self.flights[req.rid] = _Flight(matched, rest)
+        self.flights[req.rid] = _Flight(matched, rest, [x.end for x in path], masks)
         self.pinned += rest
         for c in range(K):
             self._evict(c)
@@ -498,11 +605,15 @@ class _Pass:
         for j in range(len(path) - 1, -1, -1):
             x = path[j]
             self._restamp(x, full_mask)
+        # Unpin what the arrival pinned: the nodes covering its matched prefix (splits since
+        # may have cut them finer; a node's sizes are those of the arrival's node it is in).
+        j = 0
         for x in path:
-            if x.end <= f.matched:
-                self._unpin(x)
-            else:
+            if x.end > f.matched:
                 break
+            while x.end > f.ends[j]:
+                j += 1
+            self._unpin(x, full_mask & ~f.masks[j])
 
     def result(self, prompts: list[int], hits: list[list[int]]) -> StackPass:
         return StackPass(
