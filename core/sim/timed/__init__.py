@@ -6,8 +6,13 @@ and adds :class:`~radix_evict.sim.timed.figures.TimedFigures` (TTFT, queueing,
 TPOT, end-to-end latency, SLO attainment, goodput) to the result. Modules:
 ``arrivals`` (when requests come), ``cost`` (how long a step takes: the cost
 model, its presets and files), ``calibrate`` (fitting a cost model to
-measurements), ``server`` (the scheduler), ``figures`` (what is reported),
-``spec`` (the options, in one value).
+measurements), ``server`` (the scheduler's loop, over one module per job:
+``scheduler``, ``job``, ``state``, ``admission``, ``prefill``, ``decode``,
+``finish``, ``host_copies``), ``figures`` (what is reported), ``spec`` (the
+options, in one value).
 """
 
-__all__ = ["arrivals", "calibrate", "cost", "figures", "server", "spec"]
+__all__ = [
+    "admission", "arrivals", "calibrate", "cost", "decode", "figures", "finish", "host_copies",
+    "job", "prefill", "scheduler", "server", "spec", "state",
+]
