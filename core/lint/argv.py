@@ -181,45 +181,8 @@ def resolve(inv: Invocation, load: ConfigLoader | None = None) -> Resolved:
         if kind in ("value", "other", "config-file"):
             continue
         name = token.partition("=")[0]
-        if kind == "config-file-ignored":
-            if inv.merges_config:
-                problems.append(problem_at(
-                    arg.word, 0, "config_ignored",
-                    f"SGLang 0.5.23 does not read this config file: it merges --config FILE only "
-                    f"when written as the two arguments '--config' and 'FILE' ({name!r} "
-                    f"{'with =' if explicit is not None else 'abbreviated'} is parsed and ignored)",
-                    loc=prefix + CONFIG_FILE_FLAG, severity=WARNING))
-            continue
-        if kind == "ambiguous":
-            matches = hicache.classify(name)[2]
-            if matches:
-                could, in_full = ", ".join(matches), "the option"
-            else:
-                could = f"{POLICY_FLAG}, {CONFIG_FLAG}" + (
-                    ", --radix-cache-backend" if "--radix-cache-backend".startswith(name) else "")
-                in_full = POLICY_FLAG
-            problems.append(problem_at(
-                arg.word, 0, "ambiguous_option",
-                f"SGLang refuses {name!r}: ambiguous option, it could match {could}",
-                loc=prefix + name, hint=f"write {in_full} in full"))
-            continue
-        if kind == "misspelt":
-            label = arg.label if isinstance(arg, LabelledArg) else name
-            if " " in token and explicit is None:
-                flag_part = token.split(" ", 1)[0]
-                problems.append(problem_at(
-                    arg.word, 0, "unknown_option",
-                    f"one argument holds a flag and its value ({_cut(token)!r}); SGLang sees a "
-                    "single unrecognized argument and refuses to start",
-                    loc=prefix + flag_part,
-                    hint=f"split it into two list items, or write {flag_part}=VALUE"))
-                continue
-            near = hicache.near(name) if hicache.classify(name)[0] == "unknown" else _near(name)
-            hint = f"write {near}" if near else None
-            problems.append(problem_at(
-                arg.word, 0, "unknown_option",
-                f"SGLang 0.5.23 has no option {label!r} and refuses to start "
-                f"(unrecognized arguments)", loc=prefix + label, hint=hint))
+        if kind in ("config-file-ignored", "ambiguous", "misspelt"):
+            _not_taken(arg, kind, name, explicit, inv, prefix, problems)
             continue
         assert flag is not None
         spec = hicache.BY_OPTION.get(flag)
@@ -254,21 +217,72 @@ def resolve(inv: Invocation, load: ConfigLoader | None = None) -> Resolved:
                 Occurrence(spec.name, arg, value, prefix + label))
             continue
         found[flag].append(Occurrence(flag, arg, value, prefix + label))
-    for flag, occurrences in [*found.items(), *hicache_found.items()]:
+    if inv.style != "mapping":  # in a mapping, a setting given twice is duplicate_setting
+        _overridden([*found.items(), *hicache_found.items()], problems)
+    policy = found[POLICY_FLAG][-1] if found[POLICY_FLAG] else None
+    config = found[CONFIG_FLAG][-1] if found[CONFIG_FLAG] else None
+    earlier = [o for occurrences in found.values() for o in occurrences[:-1]]
+    return Resolved(policy, config, problems, earlier, disabled, hicache_found)
+
+
+def _not_taken(arg: Arg, kind: str, name: str, explicit: str | None, inv: Invocation,
+               prefix: str, problems: list[LintProblem]) -> None:
+    """An option SGLang does not take as written: a ``--config`` it parses and ignores, an
+    ambiguous abbreviation, or a misspelt (unknown) option."""
+    token = arg.text
+    if kind == "config-file-ignored":
+        if inv.merges_config:
+            problems.append(problem_at(
+                arg.word, 0, "config_ignored",
+                f"SGLang 0.5.23 does not read this config file: it merges --config FILE only "
+                f"when written as the two arguments '--config' and 'FILE' ({name!r} "
+                f"{'with =' if explicit is not None else 'abbreviated'} is parsed and ignored)",
+                loc=prefix + CONFIG_FILE_FLAG, severity=WARNING))
+        return
+    if kind == "ambiguous":
+        matches = hicache.classify(name)[2]
+        if matches:
+            could, in_full = ", ".join(matches), "the option"
+        else:
+            could = f"{POLICY_FLAG}, {CONFIG_FLAG}" + (
+                ", --radix-cache-backend" if "--radix-cache-backend".startswith(name) else "")
+            in_full = POLICY_FLAG
+        problems.append(problem_at(
+            arg.word, 0, "ambiguous_option",
+            f"SGLang refuses {name!r}: ambiguous option, it could match {could}",
+            loc=prefix + name, hint=f"write {in_full} in full"))
+        return
+    label = arg.label if isinstance(arg, LabelledArg) else name
+    if " " in token and explicit is None:
+        flag_part = token.split(" ", 1)[0]
+        problems.append(problem_at(
+            arg.word, 0, "unknown_option",
+            f"one argument holds a flag and its value ({_cut(token)!r}); SGLang sees a "
+            "single unrecognized argument and refuses to start",
+            loc=prefix + flag_part,
+            hint=f"split it into two list items, or write {flag_part}=VALUE"))
+        return
+    near = hicache.near(name) if hicache.classify(name)[0] == "unknown" else _near(name)
+    hint = f"write {near}" if near else None
+    problems.append(problem_at(
+        arg.word, 0, "unknown_option",
+        f"SGLang 0.5.23 has no option {label!r} and refuses to start "
+        f"(unrecognized arguments)", loc=prefix + label, hint=hint))
+
+
+def _overridden(found: list[tuple[str, list[Occurrence]]],
+                problems: list[LintProblem]) -> None:
+    """A warning for each setting given again later (a switch given twice is the same)."""
+    for flag, occurrences in found:
         if flag in hicache.BY_NAME and hicache.BY_NAME[flag].switch:
             continue  # a switch given twice is the same switch
-        # In a mapping, a setting given twice is already an error (duplicate_setting).
-        for early in occurrences[:-1] if inv.style != "mapping" else ():
+        for early in occurrences[:-1]:
             line, col = occurrences[-1].name.word.where(0)
             last = occurrences[-1].name.word.source.path
             problems.append(problem_at(
                 early.name.word, 0, "overridden",
                 f"{flag} is given again later ({last}:{line}:{col}); SGLang uses the last one",
                 loc=early.label, severity=WARNING))
-    policy = found[POLICY_FLAG][-1] if found[POLICY_FLAG] else None
-    config = found[CONFIG_FLAG][-1] if found[CONFIG_FLAG] else None
-    earlier = [o for occurrences in found.values() for o in occurrences[:-1]]
-    return Resolved(policy, config, problems, earlier, disabled, hicache_found)
 
 
 def _switch(arg: Arg, name: str, option: str, spec: hicache.Flag, explicit: str | None,

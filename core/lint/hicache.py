@@ -256,7 +256,7 @@ def startup(values: Mapping[str, Any], given: Collection[str] = ()) -> Outcome:
     given = set(given) | set(values)
     enabled = v[ENABLE] is True
     out = Outcome(enabled)
-    err, warn = out.findings.append, out.findings.append
+    err = out.findings.append
 
     # 2. handle_hicache_ratio_default: every launch (hicache_hook.py:116)
     fraction = v[FRACTION]
@@ -309,6 +309,29 @@ def startup(values: Mapping[str, Any], given: Collection[str] = ()) -> Outcome:
                         f"SGLang refuses {MODE} buffer_only on a PD decode server "
                         "(hicache_hook.py:289)"))
             return out
+    _layout_rewrites(out, eff, v)
+
+    # 4. handle_cache_compatibility (kv_cache_hook.py:393, :434)
+    if enabled and v[DISABLE_RADIX] is True:
+        err(Finding(ERROR, "hicache_conflict", ENABLE,
+                    f"SGLang refuses {ENABLE} with {DISABLE_RADIX}: mutually exclusive (the host "
+                    "tier extends the radix cache)", at_value=False))
+    if enabled and v[LMCACHE] is True:
+        err(Finding(ERROR, "hicache_conflict", ENABLE,
+                    f"SGLang refuses {ENABLE} with {LMCACHE}: mutually exclusive",
+                    at_value=False))
+    out.effective = eff
+    if out.refused:
+        return out
+
+    # 5. the host pool
+    _host_pool(out, v, _given_options(values, given))
+    return out
+
+
+def _layout_rewrites(out: Outcome, eff: dict[str, Any], v: Mapping[str, Any]) -> None:
+    """handle_hicache's rewrites of the memory layout and io backend that do not go
+    together (hicache_hook.py:174-232), each a warning on ``out``, applied to ``eff``."""
     layout, io = eff[MEM_LAYOUT], eff[IO_BACKEND]
     if layout == "page_first_direct" and io == "kernel":  # hicache_hook.py:174
         _rewrite(out, eff, IO_BACKEND, "direct",
@@ -332,38 +355,29 @@ def startup(values: Mapping[str, Any], given: Collection[str] = ()) -> Outcome:
             _rewrite(out, eff, IO_BACKEND, "kernel", f"{UNIFIED_MEMORY} (as above)",
                      UNIFIED_MEMORY)
 
-    # 4. handle_cache_compatibility (kv_cache_hook.py:393, :434)
-    if enabled and v[DISABLE_RADIX] is True:
-        err(Finding(ERROR, "hicache_conflict", ENABLE,
-                    f"SGLang refuses {ENABLE} with {DISABLE_RADIX}: mutually exclusive (the host "
-                    "tier extends the radix cache)", at_value=False))
-    if enabled and v[LMCACHE] is True:
-        err(Finding(ERROR, "hicache_conflict", ENABLE,
-                    f"SGLang refuses {ENABLE} with {LMCACHE}: mutually exclusive",
-                    at_value=False))
-    out.effective = eff
-    if out.refused:
-        return out
 
-    # 5. the host pool (radix_evict.sglang.check.host_pool: pool_host/base.py:219)
-    ratio, size = v[RATIO], v[SIZE]
+def _host_pool(out: Outcome, v: Mapping[str, Any], given: list[str]) -> None:
+    """The host pool's size flags (``given``: the HiCache options the launch sets): which
+    SGLang ignores, then the size rule in effect and whether it refuses the ratio
+    (radix_evict.sglang.check.host_pool: pool_host/base.py:219)."""
+    ratio, size, fraction, mode = v[RATIO], v[SIZE], v[FRACTION], v[MODE]
     known = size is not UNKNOWN
-    for flag, kind, why in unused_hicache_flags(_given_options(values, given), True,
-                                                size if known else None):
+    for flag, kind, why in unused_hicache_flags(given, True, size if known else None):
         hint = {"ratio_ignored": f"drop one of {RATIO} and {SIZE}",
                 "size_ignored": "write a size above 0",
                 "fraction_ignored": f"drop {FRACTION}"}[kind]
-        warn(Finding(WARNING, kind, flag, f"SGLang ignores {flag}: {why}", hint=hint))
+        out.findings.append(Finding(WARNING, kind, flag, f"SGLang ignores {flag}: {why}",
+                                    hint=hint))
     if UNKNOWN in (ratio, size, fraction, mode):
-        return out
-    pool = host_pool(ratio, size, fraction, mode, decode == "decode")
+        return
+    pool = host_pool(ratio, size, fraction, mode, v[PD_MODE] == "decode")
     out.host_size = pool.rule
     if pool.error:
-        err(Finding(ERROR, "ratio_value", RATIO, pool.error, hint="a ratio above 1, e.g. 2.0"))
+        out.findings.append(Finding(ERROR, "ratio_value", RATIO, pool.error,
+                                    hint="a ratio above 1, e.g. 2.0"))
     elif pool.warning:
-        warn(Finding(WARNING, "ratio_small", RATIO, pool.warning,
-                     hint="a ratio above 1, e.g. 2.0"))
-    return out
+        out.findings.append(Finding(WARNING, "ratio_small", RATIO, pool.warning,
+                                    hint="a ratio above 1, e.g. 2.0"))
 
 
 def _ignored(out: Outcome, given: list[str]) -> None:
