@@ -7,7 +7,7 @@
 Needs no network and no build step: an installed radix-evict (and, for part 1,
 pytest; for part 4, an SGLang environment) is all. It prints, in order:
 
-1. the tests marked ``cuda`` (``tests/gpu`` and any other), run with pytest;
+1. the tests marked ``cuda`` (``tests/gpu``), run with pytest;
 2. the tiny decoder on the GPU: cached logits against uncached ones, and
    TTFT p50 with and without the cache (with the cache's own time per
    request beside it), at pages 1 and 16, for the cpu-sized ``tiny`` model and
@@ -49,8 +49,10 @@ def run_cuda_tests() -> dict[str, Any]:
     except ImportError:
         print("1. cuda tests: pytest is not installed here (carry its wheel); skipped")
         return {"ran": False}
+    # tests/gpu holds them: collecting only it needs pytest and radix-evict's own
+    # dependencies, not the dev tools the rest of the suite imports.
     cmd = [sys.executable, "-m", "pytest", "-q", "-m", "cuda", "-p", "no:cacheprovider",
-           str(ROOT / "tests")]
+           str(ROOT / "tests" / "gpu")]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
