@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from radix_evict.cache.tree import TreeNode
-from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
+from radix_evict.policies.contract import ConfigWarning, EvictionPolicy, PolicyConfig
 
 
 class LFUPolicy(EvictionPolicy):
@@ -26,6 +26,15 @@ class SLRUConfig(PolicyConfig):
             "(0 or 1: every cached prefix is protected, so the order is plain LRU)."
         ),
     )
+
+    def config_warnings(self) -> list[ConfigWarning]:
+        if self.protected_threshold > 0:
+            return []
+        return [ConfigWarning(
+            ("protected_threshold",), "plain_lru",
+            f"protected_threshold {self.protected_threshold}: every node counts as protected "
+            "(a hit count is never below it), so slru is plain LRU",
+            hint="use lru, or a threshold >= 1")]
 
 
 class SLRUPolicy(EvictionPolicy[SLRUConfig]):

@@ -33,7 +33,12 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and readers
         PolicyError,
         RadixEvictError,
     )
-    from radix_evict.policies.contract import EvictionPolicy, NoConfig, PolicyConfig
+    from radix_evict.policies.contract import (
+        ConfigWarning,
+        EvictionPolicy,
+        NoConfig,
+        PolicyConfig,
+    )
     from radix_evict.policies.hookspecs import hookimpl
     from radix_evict.policies.registry import load_policy, registry
     from radix_evict.policies.spec import PolicySpec
@@ -59,6 +64,7 @@ _LAZY = {
     "PolicyConflictError": "radix_evict.errors",
     "PolicyError": "radix_evict.errors",
     "RadixEvictError": "radix_evict.errors",
+    "ConfigWarning": "radix_evict.policies.contract",
     "EvictionPolicy": "radix_evict.policies.contract",
     "NoConfig": "radix_evict.policies.contract",
     "PolicyConfig": "radix_evict.policies.contract",
@@ -96,6 +102,7 @@ __all__ = [
     "CacheBusyError",
     "CacheStats",
     "ConfigProblem",
+    "ConfigWarning",
     "EvictionPolicy",
     "HostTierSpec",
     "KVPool",

@@ -25,7 +25,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from radix_evict import registry
 from radix_evict.errors import (
     ENV_PROBLEMS,
     NAME_PROBLEMS,
@@ -33,6 +32,7 @@ from radix_evict.errors import (
     ProblemType,
     valid_keys_text,
 )
+from radix_evict.policies.registry import registry
 from radix_evict.sglang import native
 from radix_evict.sglang.check import plugin_presence
 from radix_evict.sglang.startup import SERVER_ARGS, Refusal, startup_verdict
@@ -270,13 +270,9 @@ class Verdict:
             hint = _hint(name, p)
             path = tuple(p.loc) or ((p.key,) if p.key else ())
             self.at_setting(path, p.type, msg, hint, severity, key=p.type == "extra_forbidden")
-        if severity == WARNING and name == "slru" and isinstance(obj, dict):
-            value = obj.get("protected_threshold", 2)
-            if isinstance(value, int) and value <= 0:
-                self.at_config(("protected_threshold",), "plain_lru",
-                               f"protected_threshold {value}: every node counts as protected "
-                               "(a hit count is never below it), so slru is plain LRU",
-                               hint="use lru, or a threshold >= 1", severity=WARNING)
+        if passed:  # valid; the policy says what in it defeats the policy (never by name here)
+            for w in registry.config_warnings(name, config):
+                self.at_setting(w.loc, w.type, w.msg, w.hint, WARNING)
         return passed
 
 

@@ -4,8 +4,9 @@ A policy sees one evictable leaf at a time and returns a score. The driver
 evicts the lowest score first and breaks equal scores by
 ``last_access_time`` (least recently used first), for every policy.
 
-This module is all the cache knows of policies: the base classes, the
-lifecycle callbacks a stateful policy may define (their rules are in
+This module is all the cache knows of policies: the base classes (with a
+config's optional :meth:`PolicyConfig.config_warnings`), the lifecycle
+callbacks a stateful policy may define (their rules are in
 :mod:`radix_evict.policies.lifecycle`) and :data:`DEFAULT_POLICY`.
 """
 
@@ -45,6 +46,34 @@ class PolicyConfig(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    def config_warnings(self) -> list[ConfigWarning]:
+        """Optional, for the policy to override: what is valid here but defeats the policy.
+
+        Called on a config that passed validation (``radix-evict lint`` asks
+        it through ``registry.config_warnings``, never by the policy's name);
+        returns a :class:`ConfigWarning` for each setting that makes the policy
+        pointless or something other than it seems (slru with
+        ``protected_threshold`` 0 is plain LRU). The default finds nothing.
+        It must be cheap and must not open files; if it raises, the caller
+        reports that as one warning naming the policy.
+        """
+        return []
+
+
+class ConfigWarning(NamedTuple):
+    """A valid setting that defeats its policy (:meth:`PolicyConfig.config_warnings`).
+
+    ``loc`` is the path of the key in the config (``("protected_threshold",)``;
+    empty for the config as a whole); ``type`` a short stable code
+    (``plain_lru``) that tools may filter on; ``msg`` what happens;
+    ``hint`` what to set instead.
+    """
+
+    loc: tuple[str | int, ...]
+    type: str
+    msg: str
+    hint: str | None = None
 
 
 class NoConfig(PolicyConfig):

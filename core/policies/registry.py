@@ -27,7 +27,7 @@ from typing import Any
 from radix_evict.errors import ConfigProblem, PolicyConfigError, ProblemType
 from radix_evict.policies import resolve
 from radix_evict.policies.config import ConfigInput, validate_config
-from radix_evict.policies.contract import EvictionPolicy, PolicyConfig
+from radix_evict.policies.contract import ConfigWarning, EvictionPolicy, PolicyConfig
 from radix_evict.policies.describe import ConfigKey, describe_model
 from radix_evict.policies.loading import ChoiceProblem, LoadState, NameConflict, load_state
 from radix_evict.policies.messages import (
@@ -304,6 +304,31 @@ class Registry:
         except PolicyConfigError as e:
             return list(e.problems)
         return []
+
+    def config_warnings(self, name: str, config: ConfigInput | Any = None) -> list[ConfigWarning]:
+        """What the policy itself says defeats it in a valid ``config``
+        (:meth:`PolicyConfig.config_warnings`); empty when there is nothing, or
+        when the config is invalid (:meth:`validate` reports that).
+
+        The policy's method is plugin code: if it raises or returns something
+        else than warnings, that is one warning naming the policy and its source.
+        """
+        try:
+            cfg = self.parse_config(name, config)
+        except PolicyConfigError:
+            return []
+        try:
+            found = list(cfg.config_warnings())
+            if all(isinstance(w, ConfigWarning) for w in found):
+                return found
+            problem = "returned something other than a list of ConfigWarning"
+        except Exception as e:  # the policy's own bug: reported, never fatal to the caller
+            problem = f"raised {type(e).__name__}: {e}"
+        spec = self._resolve(name)
+        return [ConfigWarning(
+            (), "config_warnings_failed",
+            f"{type(cfg).__name__}.config_warnings() of policy {name!r} from {spec.source} "
+            f"{problem}; its config was not checked for settings that defeat it")]
 
     def describe_config(self, name: str) -> list[ConfigKey]:
         """Each config key of ``name``: type, default, constraint text, description."""

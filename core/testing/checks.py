@@ -342,7 +342,8 @@ class CacheHarness:
     """Drives a cache as a serving engine would, checking the invariants after each step."""
 
     def __init__(self, policy: EvictionPolicy, pool_tokens: int, page_size: int) -> None:
-        from radix_evict import KVPool, RadixCache
+        from radix_evict.cache.pool import KVPool
+        from radix_evict.cache.radix_cache import RadixCache
 
         self.pool = KVPool(size=pool_tokens, page_size=page_size, device="cpu")
         self.cache = RadixCache(self.pool, policy=policy)

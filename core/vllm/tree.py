@@ -30,7 +30,9 @@ import numbers
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from radix_evict import EvictionPolicy, PolicyError, TreeNode
+from radix_evict.cache.tree import TreeNode
+from radix_evict.errors import PolicyError
+from radix_evict.policies.contract import EvictionPolicy
 
 Key = bytes
 _Entry = tuple[Any, ...]  # (*score, last_access_time, seq, node)

@@ -1,7 +1,8 @@
 """The house's arrows hold, and the checks that say so can fail.
 
-import-linter checks the contracts in pyproject.toml over the package as it
-installs (docs/gen/architecture.py builds that shape). What it cannot
+import-linter checks the contracts in pyproject.toml (the layers, the
+independent parts, and the few finer rules) over the package as it installs
+(docs/gen/architecture.py builds that shape). What it cannot
 express is checked here from the source: SGLang imported only lazily, the
 CLI importing no private name of the core, an ``__all__`` in every package.
 """
@@ -67,8 +68,16 @@ def _break(tree: Path, module: str, line: str) -> None:
 @pytest.mark.parametrize(("module", "line", "contract"), [
     ("radix_evict.cache.tree", "import radix_evict.policies.registry",
      "cache (the hot path)"),
-    ("radix_evict.sim.oracle", "from radix_evict.cli import app", "nothing in core imports"),
-    ("radix_evict.engine.loop", "import radix_evict.sim", "engine (the tiny decoder)"),
+    ("radix_evict.sim.oracle", "from radix_evict.cli import app", "the layers"),
+    ("radix_evict.sim.oracle", "import radix_evict.builtin_policies.frequency", "the layers"),
+    ("radix_evict.cache.tree", "import radix_evict.sim.replay", "the layers"),
+    ("radix_evict.policies.spec", "import radix_evict.cache.pool", "the layers"),
+    ("radix_evict.errors", "import radix_evict.inputs", "the layers"),
+    ("radix_evict.sglang.check", "import radix_evict.lint", "the layers"),
+    ("radix_evict.engine.loop", "import radix_evict.sim", "are independent"),
+    ("radix_evict.vllm.names", "import radix_evict.sglang.native", "are independent"),
+    ("radix_evict.testing.checks", "import radix_evict.engine", "are independent"),
+    ("radix_evict.lint.verdict", "import radix_evict.cache.pool", "lint (the config linter)"),
     ("radix_evict.policies.spec", "import sglang.srt", "SGLang is imported only"),
 ])
 def test_a_deliberate_bad_import_is_reported(
@@ -80,6 +89,14 @@ def test_a_deliberate_bad_import_is_reported(
     assert r.returncode == 1, r.stdout[-3000:]
     broken = r.stdout.split("Broken contracts", 1)[-1]
     assert contract in broken and module in broken, r.stdout[-3000:]
+
+
+def test_a_new_part_must_take_its_place_in_the_layers(tmp_path: Path) -> None:
+    """The layers contract is exhaustive: a top-level module it does not place breaks it."""
+    bad = architecture.build_tree(tmp_path / "tree")
+    (bad / "radix_evict" / "newpart.py").write_text("import radix_evict.errors\n")
+    r = lint_imports(bad)
+    assert r.returncode == 1 and "newpart" in r.stdout, r.stdout[-3000:]
 
 
 def _python_files(folder: Path) -> Iterator[Path]:

@@ -395,7 +395,7 @@ class TreeWalker:
 
     @staticmethod
     def _type_problem(v: Node, label: str, is_policy: bool) -> LintProblem:
-        from radix_evict import registry
+        from radix_evict.policies.registry import registry
 
         from .nodes import short, to_python
 
