@@ -116,8 +116,8 @@ class _Pass:
         # Unpinned nodes absent at some size (allow) or elsewhere in its order (alts),
         # and their stamps ascending (entries go stale when a node moves on).
         self.ghosts: dict[_Node, int] = {}  # node -> the stamp it was noted at
-        self.g_stamps: list[int] = []
-        self.g_nodes: list[_Node] = []
+        self.g_stamps: list[list[int]] = [[] for _ in range(K)]  # per size it is irregular at
+        self.g_nodes: list[list[_Node]] = [[] for _ in range(K)]
         self.extra = [0] * K  # per size: tokens of row copies the model counts once
         self.loose: dict[_Node, None] = {}  # pinned, yet in some size's tree unlocked
         self.flights: dict[str, _Flight] = {}
@@ -169,25 +169,35 @@ class _Pass:
         return x.stamp
 
     def _register(self, x: _Node) -> None:
-        """Note unpinned ``x`` as irregular (absent or moved at some size)."""
+        """Note unpinned ``x`` as irregular at the sizes where it is absent or moved."""
         s = x.stamp
         if self.ghosts.get(x) == s:
             return
         self.ghosts[x] = s
-        if self.g_stamps and self.g_stamps[-1] > s:
-            i = bisect_left(self.g_stamps, s)
-            self.g_stamps.insert(i, s)
-            self.g_nodes.insert(i, x)
-        else:
-            self.g_stamps.append(s)
-            self.g_nodes.append(x)
+        irr = self.full & ~x.allow
+        for _, m in x.alts:
+            irr |= m
+        c = 0
+        while irr:
+            if irr & 1:
+                stamps, nodes = self.g_stamps[c], self.g_nodes[c]
+                if stamps and stamps[-1] > s:
+                    i = bisect_left(stamps, s)
+                    stamps.insert(i, s)
+                    nodes.insert(i, x)
+                else:
+                    stamps.append(s)
+                    nodes.append(x)
+            irr >>= 1
+            c += 1
 
     # ------------------------------------------------------------------ stamps
-    def _restamp(self, x: _Node, allow: int) -> None:
-        """Touch ``x``: the next stamp, and where it may be cached from now on."""
+    def _restamp(self, x: _Node, allow: int, alts: tuple[tuple[int, int], ...] = ()) -> None:
+        """Touch ``x``: the next stamp, where it may be cached from now on, and where it
+        keeps an old place (``alts``: only for an unpinned node)."""
         s = len(self.node_at)
         self.node_at.append(x)
-        x.alts = ()
+        x.alts = alts
         if x.pins:
             if x.pend is not None:
                 self._extra(x, -1)
@@ -201,7 +211,7 @@ class _Pass:
             self.ghosts.pop(x, None)
         x.stamp = s
         x.allow = allow
-        if not x.pins and allow != self.full:
+        if not x.pins and (allow != self.full or alts):
             self._register(x)
 
     def _refresh_at(self, x: _Node, sizes: int) -> None:
@@ -220,9 +230,7 @@ class _Pass:
                 alts.append((pos, m & stay))
         if stay & ~moved:
             alts.append((x.stamp, stay & ~moved))
-        self._restamp(x, cached)
-        x.alts = tuple(alts)
-        self._register(x)
+        self._restamp(x, cached, tuple(alts))
 
     def _extra(self, x: _Node, sign: int) -> None:
         """Add (or take back) pinned ``x``'s row copies beyond the one the model counts:
@@ -387,11 +395,16 @@ class _Pass:
         return out
 
     # ------------------------------------------------------------------ evict
-    def _irregular(self, b: int) -> list[_Node]:
-        """Irregular nodes stamped at or above ``b`` (only those can count there)."""
-        i = bisect_left(self.g_stamps, b)
+    def _irregular(self, c: int, b: int) -> list[_Node]:
+        """Nodes irregular at size ``c`` stamped at or above ``b`` (only those can count
+        there); drops those below its boundary for good (it only rises)."""
+        stamps, nodes = self.g_stamps[c], self.g_nodes[c]
+        low = bisect_left(stamps, self.b[c])
+        if low > 64:
+            del stamps[:low], nodes[:low]
+        i = bisect_left(stamps, b)
         ghosts = self.ghosts
-        return [x for s, x in zip(self.g_stamps[i:], self.g_nodes[i:], strict=True)
+        return [x for s, x in zip(stamps[i:], nodes[i:], strict=True)
                 if x.stamp == s and ghosts.get(x) == s]
 
     def _excess(self, c: int, b: int, xs: list[_Node]) -> int:
@@ -406,7 +419,7 @@ class _Pass:
 
     def _occupancy(self, c: int) -> int:
         b = self.b[c]
-        return (self.fen.total - self.fen.prefix(b) - self._excess(c, b, self._irregular(b))
+        return (self.fen.total - self.fen.prefix(b) - self._excess(c, b, self._irregular(c, b))
                 + self.pinned + self.extra[c])
 
     def _lowest_fit(self, c: int, room: int) -> int:
@@ -415,7 +428,7 @@ class _Pass:
         fen = self.fen
         b0 = self.b[c]
         bit = 1 << c
-        xs = self._irregular(b0)
+        xs = self._irregular(c, b0)
         cuts = set()
         for x in xs:
             for q in (x.stamp + 1, self._pos(x, bit) + 1):
@@ -476,10 +489,11 @@ class _Pass:
             del ghosts[x]
             x.allow = self.full  # (evicted everywhere: where it may be cached no longer matters)
             x.alts = ()
-        keep = [(s, x) for s, x in zip(self.g_stamps, self.g_nodes, strict=True)
-                if x.stamp == s and ghosts.get(x) == s]
-        self.g_stamps = [s for s, _ in keep]
-        self.g_nodes = [x for _, x in keep]
+        for c in range(self.K):  # drop the entries of nodes that moved on since
+            keep = [(s, x) for s, x in zip(self.g_stamps[c], self.g_nodes[c], strict=True)
+                    if x.stamp == s and ghosts.get(x) == s]
+            self.g_stamps[c] = [s for s, _ in keep]
+            self.g_nodes[c] = [x for _, x in keep]
 
     # ------------------------------------------------------------------ requests
     def arrive(self, req: Request) -> list[int]:
@@ -539,7 +553,7 @@ class _Pass:
         for c in range(K):
             self._evict(c)
         self.arrivals += 1
-        if not self.arrivals & 255 and self.ghosts:
+        if not self.arrivals & 63:
             self._expire()
         return hits
 
