@@ -331,25 +331,34 @@ class _Pass:
         one cache node with ``y``; deepest last."""
         chain = [(y, bits)]
         while y.glue_down & bits:
-            nxt = next((k for k in y.children.values() if k.glue_up & bits), None)
+            nxt = None
+            for k in y.children.values():
+                m = k.glue_up & bits & self._cached(k)
+                if m:
+                    nxt, bits = k, m
+                    break
             if nxt is None:
                 break
-            bits &= nxt.glue_up
             chain.append((nxt, bits))
             y = nxt
         return chain
 
     def _cut(self, x: _Node, sizes: int, refresh: list[tuple[_Node, int]]) -> None:
-        """At ``sizes`` a touch ends at ``x`` while the cache there holds ``x`` and a child
-        as one node: it splits that node there, and refreshes the tail it splits off.
-        Unglue them and queue the tail's nodes to be touched at those sizes."""
+        """At ``sizes`` a touch ends at ``x`` while the cache there may hold ``x`` and a
+        child as one node: it splits that node there, and refreshes the tail it splits
+        off. Unglue them and queue the tail's nodes to be touched at those sizes.
+
+        ``glue_down`` is an over-approximation (a child evicted at a size may keep a
+        stale glue bit for it): only a child cached at a size is glued there.
+        """
+        down = 0
         for y in list(x.children.values()):
-            bits = y.glue_up & sizes
-            if not bits:
-                continue
-            y.glue_up &= ~bits
-            x.glue_down &= ~bits
-            refresh.extend(reversed(self._chain(y, bits)))
+            bits = y.glue_up & sizes & self._cached(y)
+            if bits:
+                y.glue_up &= ~bits
+                refresh.extend(reversed(self._chain(y, bits)))
+            down |= y.glue_up
+        x.glue_down = down
 
     def _refresh(self, nodes: list[tuple[_Node, int]]) -> None:
         """Touch split-off chains at the sizes that split them (deepest first)."""
@@ -610,7 +619,7 @@ class _Pass:
                 x.glue_up = up
                 par = x.parent
                 assert par is not None
-                par.glue_down = (par.glue_down & ~old) | up
+                par.glue_down |= up  # (an over-approximation: see _cut)
             prev = m
         # Touch: tails (where cached), then deepest first; unpin what the arrival pinned.
         self._refresh(refresh)
