@@ -92,5 +92,8 @@ bench: $(STAMP)
 	$(PY) bench/bench_cache.py
 	$(PY) bench/bench_engine.py
 
+# The compiled cache modules sit beside their sources in an editable install (*.so, ignored by
+# git): removed too, or a later pure-Python install would still import them.
 clean:
 	rm -rf $(VENV) build site .pytest_cache .mypy_cache .ruff_cache
+	rm -f core/cache/*.so core/cache/*.pyd

@@ -8,7 +8,9 @@ checks) and behaves the same.
 
 ``RADIX_EVICT_COMPILE`` chooses: ``auto`` (default) compiles and falls back to
 pure Python if the build fails, ``1`` makes a failed build an error, ``0``
-skips compiling (for editing the compiled modules without rebuilding).
+skips compiling (for editing the compiled modules without rebuilding) and
+removes the extensions an earlier build left beside the sources, which would
+otherwise still be imported in their place.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import runpy
 import shutil
 import sys
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -26,6 +29,23 @@ _LISTS = runpy.run_path(str(Path("core", "cache", "compiled.py")))
 COMPILED_MODULES = _LISTS["COMPILED_MODULES"]
 PAGE_KERNEL = _LISTS["PAGE_KERNEL"]
 REMOVE_INPLACE = _LISTS["remove_inplace_extensions"]
+CACHE_SOURCES = Path("core", "cache")
+
+
+def remove_inplace_builds(folder: Path = CACHE_SOURCES) -> list[str]:
+    """Delete every extension an earlier editable build left beside the cache's sources.
+
+    The mypyc modules (``compiled.remove_inplace_extensions``) and the C page
+    loops: either would be imported in place of the pure-Python build. Returns
+    the files removed.
+    """
+    removed: list[str] = REMOVE_INPLACE(folder)
+    for suffix in EXTENSION_SUFFIXES:
+        path = folder / f"{PAGE_KERNEL}{suffix}"
+        if path.exists():
+            path.unlink()
+            removed.append(path.name)
+    return removed
 
 
 def page_kernel_extension() -> Extension:
@@ -55,12 +75,29 @@ def compiled_extensions() -> list[Extension]:
     mode = os.environ.get("RADIX_EVICT_COMPILE", "auto").strip().lower()
     if mode not in ("auto", "1", "0"):
         raise SystemExit(f"RADIX_EVICT_COMPILE must be auto, 1 or 0, got {mode!r}")
-    if mode == "0" or metadata_only():
+    if metadata_only():
+        return []
+    if mode == "0":  # a pure-Python build: nothing compiled may stay importable
+        if removed := remove_inplace_builds():
+            print(f"radix-evict: RADIX_EVICT_COMPILE=0, removed {', '.join(removed)}")
         return []
     extensions = [*mypyc_extensions(mode), page_kernel_extension()]
     for ext in extensions:
         ext.optional = mode == "auto"  # a failed compile leaves the pure-Python module
     return extensions
+
+
+# The checkout's link to the package in its installed shape: core/ is radix_evict, and its
+# links cli/ and builtin_policies/ stand where those install (pyproject's package-dir).
+SHAPE_LINK = Path("src", "radix_evict")
+
+
+def installed_shape_link() -> Path:
+    """:data:`SHAPE_LINK`, made again where a copy of the tree lost it (an sdist)."""
+    if not SHAPE_LINK.is_symlink():
+        SHAPE_LINK.parent.mkdir(exist_ok=True)
+        SHAPE_LINK.symlink_to(Path("..", "core"), target_is_directory=True)
+    return SHAPE_LINK
 
 
 def mypyc_extensions(mode: str) -> list[Extension]:
@@ -73,12 +110,12 @@ def mypyc_extensions(mode: str) -> list[Extension]:
         REMOVE_INPLACE(Path("core", "cache"))
         return []
     # mypy names a module after its folders, and core/ installs as radix_evict: compile
-    # through a link named radix_evict so the extensions get their installed names.
+    # through src/radix_evict, the checkout's link to core/ (the package in its installed
+    # shape, which editors use too: docs/architecture.md), so the extensions get their
+    # installed names.
+    link = installed_shape_link()
     stage = Path("build", "mypyc-src")
     stage.mkdir(parents=True, exist_ok=True)
-    link = stage / "radix_evict"
-    if not link.is_symlink():
-        link.symlink_to(Path("..", "..", "core"), target_is_directory=True)
     sources = [str(link / "cache" / f"{name}.py") for name in COMPILED_MODULES]
     # The build env has no numpy or torch: their types are Any there, which also turns
     # ignores needed by the full type check (make typecheck) into "unused" ones.
@@ -99,4 +136,5 @@ def mypyc_extensions(mode: str) -> list[Extension]:
         return []
 
 
-setup(ext_modules=compiled_extensions())
+if __name__ == "__main__":  # as pip and setuptools run it (tests load its functions)
+    setup(ext_modules=compiled_extensions())

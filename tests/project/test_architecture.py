@@ -99,6 +99,20 @@ def test_a_new_part_must_take_its_place_in_the_layers(tmp_path: Path) -> None:
     assert r.returncode == 1 and "newpart" in r.stdout, r.stdout[-3000:]
 
 
+def test_src_is_the_package_in_its_installed_shape() -> None:
+    """src/radix_evict (a committed link to core/) is where tools run on the checkout
+    resolve radix_evict.* imports: each package of pyproject's package-dir table is there."""
+    for name, folder in architecture.package_dirs().items():
+        assert ROOT.joinpath("src", *name.split(".")).resolve() == folder.resolve(), name
+    r = subprocess.run(
+        [sys.executable, "-c", "import radix_evict.cli.app, radix_evict.builtin_policies.tlru "
+         "as m; print(m.__file__)"],
+        cwd="/", env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == str(ROOT / "src" / "radix_evict" / "builtin_policies" / "tlru.py")
+
+
 def _python_files(folder: Path) -> Iterator[Path]:
     yield from sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
 
