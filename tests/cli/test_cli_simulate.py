@@ -192,6 +192,9 @@ def test_trace_replay_uses_the_4m_default_pool(tmp_path: Path) -> None:
         ('{"timestamp": 1, "input_length": 10, "output_length": 1, "hash_ids": [1, 2]}',
          "hash_ids has 2 blocks"),
         ('{"timestamp": 1, "input_length": 10}', "missing field"),
+        # issue #36: an empty prompt is refused when the file is read, naming the field
+        ('{"timestamp": 1, "input_length": 0, "output_length": 1, "hash_ids": []}',
+         "input_length must be >= 1, got 0"),
     ],
 )
 def test_bad_trace_line_names_file_and_line(tmp_path: Path, line: str, needle: str) -> None:

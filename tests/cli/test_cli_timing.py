@@ -132,13 +132,15 @@ def test_timed_options_the_clock_cannot_serve_are_refused_up_front(
 
 
 def test_an_empty_prompt_is_the_inputs_fault_not_the_policys(tmp_path: Path) -> None:
+    # Refused when the trace is read (file, line, field), before any replay starts.
     trace = _trace(tmp_path / "t.jsonl", [(1024, 5), (1024, 5), (0, 5), (1024, 5)])
     r = run_cli("simulate", "--trace", str(trace), "--page-size", "512", "--no-progress",
                 "--timing", "-p", "lru", "-p", "lfu")
     assert r.exit_code == 1, r.output
     text = " ".join(r.stderr.split())
-    assert "request r2 has an empty prompt" in text
+    assert f"{trace}:3: input_length must be >= 1, got 0" in text
     assert "from radix-evict" not in text and "every policy run failed" not in text
+    assert "failed" not in text and "wall time" not in text and not r.stdout.strip()
 
 
 def test_zero_length_answers_are_served_and_tpot_absent_shows_a_dash(tmp_path: Path) -> None:

@@ -104,6 +104,8 @@ GOOD = rec(0, 600, 5, [1, 2])
         (rec(0, 512, 1, [1, 2]), "allows at most 1"),
         (rec(0, 513, 1, [1, 2, 3]), "allows at most 2"),
         (rec(0, 1025, 1, [1, 2]), "needs 3 blocks"),
+        # issue #36: no prompt, refused here rather than when the timed replay reaches it
+        (rec(0, 0, 5, []), "input_length must be >= 1, got 0: a request needs a prompt"),
     ],
 )
 def test_bad_line_names_file_line_and_problem(tmp_path: Path, bad: Any, problem: str) -> None:
@@ -196,7 +198,6 @@ LAYOUT = [
     rec(5, 5, 4, [7, 8]),
     rec(5, 12, 2, [9, 3, 4]),  # two runs of consecutive ids
     rec(9, 9, 1, [6, 6, 5]),  # repeated and descending ids: three runs
-    rec(9, 0, 2, []),  # empty prompt
     rec(2, 1, 0, [11]),  # one token, nothing else
 ]
 
@@ -224,10 +225,13 @@ def test_shipped_trace_tokens_match_the_plain_construction() -> None:
 def test_events_follow_the_harness_one_heap_order(tmp_path: Path) -> None:
     # Ties: arrivals at the same time in file order, an arrival before a finish at its time.
     records = LAYOUT + [
-        rec(50 + 50 * (i % 3), max(0, 4 * (i % 5) - i % 2), i % 4, list(range(i % 5)))
+        rec(50 + 50 * (i % 3), 4 * (i % 5 + 1) - i % 2, i % 4, list(range(i % 5 + 1)))
         for i in range(40)
     ]
-    t = load_trace(write(tmp_path / "t.jsonl", records), block_size=4, decode_rate=20.0)
+    # prefill this fast adds nothing to 0.05 s: a 50 ms request without output finishes at
+    # the 100 ms arrivals (a tie)
+    t = load_trace(write(tmp_path / "t.jsonl", records), block_size=4, decode_rate=20.0,
+                   prefill_rate=1e30)
     got = [(e.time, e.kind, e.request.rid) for e in t.events()]
     assert got == one_heap_events(t)
     arrive = {rid: time for time, kind, rid in got if kind == "arrive"}
@@ -259,7 +263,7 @@ def test_growth_samples_equal_a_trie_walk(tmp_path: Path, seed: int) -> None:
     big = seed % 4 == 3  # huge ids (block 1): the pair keys must not overflow int64
     records = []
     for i in range(rng.randint(1, 80)):
-        nb = rng.randint(0, 7)
+        nb = rng.randint(1, 7)  # a prompt of one block at least (an empty one is refused)
         hids = [rng.choice([rng.randint(0, 3), rng.randint(0, 2**62 if big else 12)])
                 for _ in range(nb)]
         il = nb if big else max(0, 4 * nb - rng.randint(0, 3))

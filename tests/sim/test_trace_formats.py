@@ -109,6 +109,8 @@ def test_an_unrecognised_format_says_what_was_expected(tmp_path: Path) -> None:
         ({"hash_ids": [0, 2**70, 2]}, "pass the int64 range"),
         ({"output_length": 10**12}, "the longest request a replay takes"),
         ({"hash_ids": [0, True, 2]}, r"hash_ids\[1\] must be an integer"),
+        # issue #36: an empty prompt is refused at parse time, not when a replay reaches it
+        ({"input_length": 0, "hash_ids": []}, "input_length must be >= 1, got 0"),
     ],
 )
 def test_bad_bailian_lines_name_file_line_and_problem(
@@ -127,6 +129,7 @@ def test_bad_bailian_lines_name_file_line_and_problem(
         ({"hash_ids": [2**62, 1]}, "is too large"),
         ({"output_length": 2**40}, "the longest request a replay takes"),
         ({"hash_ids": [0, -1]}, r"hash_ids\[1\] must be >= 0"),
+        ({"input_length": 0, "hash_ids": []}, "input_length must be >= 1, got 0"),
     ],
 )
 def test_bad_servegen_lines_name_file_line_and_problem(

@@ -9,7 +9,8 @@ Requests arrive at their timestamps and finish after the service time of
 :func:`radix_evict.sim.workloads.base.service_time`.
 
 Every line is checked when the file is read; a bad one raises TraceError
-naming the file, the 1-based line number and what is wrong.
+naming the file, the 1-based line number and what is wrong (a request without
+a prompt, ``input_length`` 0, included: :func:`check_request_length`).
 """
 
 from __future__ import annotations
@@ -96,7 +97,18 @@ def _parse_line(path: str, n: int, line: str, block: int) -> tuple[float, int, i
 
 
 def check_request_length(path: str, n: int, il: int, ol: int) -> None:
-    """Refuse a request longer than a replay takes (its token arrays would not fit)."""
+    """Refuse a request without a prompt, or longer than a replay takes (its token arrays
+    would not fit).
+
+    An empty prompt is refused here, for every format, rather than when a replay
+    reaches it: a server computes the first output token from one prompt token
+    at least, so the timed replay cannot serve it, and in a token replay it has
+    nothing to hit or to cache (issue #36).
+    """
+    if il < 1:
+        raise TraceError(path, n, f"input_length must be >= 1, got {il}: a request needs a "
+                         "prompt (a server computes the first output token from it); drop "
+                         "the line")
     if il + ol > MAX_REQUEST_TOKENS:
         raise TraceError(path, n, f"input_length {il:,} + output_length {ol:,} is more than "
                          f"{MAX_REQUEST_TOKENS:,} tokens, the longest request a replay takes")
