@@ -32,10 +32,11 @@ What the per-size cache does and a shared stack does not is kept per size:
 Where the per-size cache would still differ, the size is marked inexact and
 the caller replays it on its own (:mod:`radix_evict.sim.curve.run`): a
 request that finds no room (a failed admission: the cache then evicts all
-it can and the request holds nothing), two requests in flight holding the
-same uncached pages in their rows (two copies at that size, one in the
-model), a node that would need a third place in the order, and a merged
-node whose top was touched without its bottom. See docs/pool-curve.md.
+it can and the request holds nothing), an eviction reaching pages one
+request in flight inserted while another still holds them in its row
+(unlocked at that size, pinned in the model), a node that would need more
+places in the order than ``alts`` keeps, and a merged node straddling its
+eviction point. See docs/pool-curve.md.
 """
 
 from __future__ import annotations
