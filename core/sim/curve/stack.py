@@ -34,9 +34,8 @@ the caller replays it on its own (:mod:`radix_evict.sim.curve.run`): a
 request that finds no room (a failed admission: the cache then evicts all
 it can and the request holds nothing), an eviction reaching pages one
 request in flight inserted while another still holds them in its row
-(unlocked at that size, pinned in the model), a node that would need more
-places in the order than ``alts`` keeps, and a merged node straddling its
-eviction point. See docs/pool-curve.md.
+(unlocked at that size, pinned in the model), and a merged node straddling
+its eviction point. See docs/pool-curve.md.
 """
 
 from __future__ import annotations
