@@ -86,6 +86,7 @@ from .sweep_timing import (
     ObjectiveOpt,
     RateOpt,
     TimingOpt,
+    check_timed_cells,
     check_timing,
     timing_options,
 )
@@ -109,6 +110,7 @@ def _plan(parts: GridParts, grid_file: Path | None, out: Path | None, *, dry_run
         grids = make_grids(parts)
         for grid in grids:
             check_pools(grid)
+            check_timed_cells(grid)
         models = [m for each in parts.expand() for m in each.cost_models or []
                   if not isinstance(m, CostModel)]
         reads = [*reads, *path_inputs("--grid", [grid_file]),

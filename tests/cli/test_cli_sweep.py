@@ -190,3 +190,28 @@ def test_sweep_runs_simulate_s_preflight_before_any_cell(
     r = run("-p", "lru", "-P", "convs=3", *args)
     assert r.exit_code == 2, r.output
     assert needle in r.stderr
+
+
+@pytest.mark.parametrize("how", ["options", "grid file", "dry run"])
+def test_a_chunk_smaller_than_a_page_is_refused_when_the_grid_is_built(
+        how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #36: not an error row per cell mid-sweep, but a usage error naming the values."""
+    from radix_evict.cli import cmd_sweep
+
+    def refuse(*a: Any, **k: Any) -> Any:
+        raise AssertionError("a cell ran before the check")
+
+    monkeypatch.setattr(cmd_sweep, "run_sweep", refuse)
+    args = ["--timing", "--page-size", "1,512", "--chunked-prefill-size", "256"]
+    if how == "grid file":
+        grid = tmp_path / "g.yaml"
+        grid.write_text("grids:\n  - {workloads: [chat], timing: true, page_size: [1, 512], "
+                        "chunked_prefill_size: 256}\n", encoding="utf-8")
+        args = ["--grid", str(grid)]
+    r = run("-p", "lru", "-P", "convs=3", "--pool-tokens", "20K", *args,
+            *(["--dry-run"] if how == "dry run" else []))
+    assert r.exit_code == 2, r.output
+    text = " ".join(r.stderr.split())
+    assert ("--chunked-prefill-size 256 with --page-size 512: chunked_prefill_size 256 is "
+            "smaller than a page (512 tokens)") in text
+    assert "failed" not in text and not r.stdout.strip()
