@@ -26,6 +26,12 @@ RESULTS = FIGURES / "results.json"
 PLOT = FIGURES / "policies.png"
 TRACES = "../shared/traces"  # relative to the repository root; never copied into the project
 TRACE_POOL_TOKENS = 4_000_000
+# What depends on the machine and the moment (wall and CPU seconds, requests per second):
+# printed while measuring, never written, so measuring again on any machine leaves
+# results.json as it was wherever the figures themselves did not change.
+MACHINE_DEPENDENT = frozenset({
+    "elapsed_s", "wall_s", "cache_s", "eviction_s", "eviction_seconds", "req_per_s",
+})
 TRACE_PAGE_SIZE = 512
 
 
@@ -80,6 +86,25 @@ def run_simulate(run: Run, oracle: bool = True) -> tuple[dict[str, Any], float, 
     return json.loads(proc.stdout), elapsed, shown
 
 
+def reproducible(data: Any) -> Any:
+    """``data`` without :data:`MACHINE_DEPENDENT` figures, its ``path`` values written
+    relative to the checkout (``../shared/traces/NAME``), as the command names them."""
+    if isinstance(data, Mapping):
+        return {k: _relative(v) if k == "path" else reproducible(v)
+                for k, v in data.items() if k not in MACHINE_DEPENDENT}
+    if isinstance(data, list):
+        return [reproducible(v) for v in data]
+    return data
+
+
+def _relative(path: Any) -> Any:
+    if not isinstance(path, str) or not os.path.isabs(path):
+        return path
+    if "/shared/traces/" in path:  # measured on another machine's layout: same trace
+        return f"{TRACES}/{path.rsplit('/shared/traces/', 1)[1]}"
+    return os.path.relpath(path, ROOT)
+
+
 def measure(trace_limit: int = 0, only: Iterable[str] | None = None) -> dict[str, Any]:
     """Run every figure run and collect the CLI's JSON (per-result workload copies dropped)."""
     from radix_evict import __version__
@@ -95,7 +120,7 @@ def measure(trace_limit: int = 0, only: Iterable[str] | None = None) -> dict[str
             r.pop("workload_info", None)
         print(f"  {run.key}: {elapsed:.1f} s", file=sys.stderr, flush=True)
         runs.append({"key": run.key, "title": run.title, "command": shown,
-                     "elapsed_s": round(elapsed, 2), "simulate": data})
+                     "simulate": reproducible(data)})
     return {
         "generated_by": "python docs/generate.py figures"
                         + (f" --trace-limit {trace_limit}" if trace_limit else ""),
@@ -114,7 +139,7 @@ def measure_timed() -> dict[str, Any]:
         r.pop("workload_info", None)
     print(f"  {TIMED_RUN.key}: {elapsed:.1f} s", file=sys.stderr, flush=True)
     return {"key": TIMED_RUN.key, "title": TIMED_RUN.title, "command": shown,
-            "elapsed_s": round(elapsed, 2), "simulate": data}
+            "simulate": reproducible(data)}
 
 
 def load_results(path: Path = RESULTS) -> dict[str, Any]:

@@ -83,8 +83,8 @@ def policy_table(sim: Mapping[str, Any]) -> list[str]:
 
 def _settings_table(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     out = [
-        "| run | requests | pool (tokens) | page size | policies | wall time | command |",
-        "|---|--:|--:|--:|--:|--:|---|",
+        "| run | requests | pool (tokens) | page size | policies | command |",
+        "|---|--:|--:|--:|--:|---|",
     ]
     for run in runs:
         sim = run["simulate"]
@@ -92,7 +92,7 @@ def _settings_table(runs: Sequence[Mapping[str, Any]]) -> list[str]:
         n = res[0]["requests"] if res else 0
         out.append(
             f"| {run['title']} | {n:,} | {sim['pool_tokens']:,} | {sim['page_size']} | "
-            f"{len(res)} | {run['elapsed_s']:.0f} s | {code(run['command'])} |"
+            f"{len(res)} | {code(run['command'])} |"
         )
     return out
 
