@@ -44,10 +44,10 @@ from radix_evict.sim.sweep.sources import WorkloadKey, build_workloads
 from radix_evict.sim.sweep.store import ResultFileError
 from radix_evict.sim.sweep.summary import (
     best_configs,
-    ceilings,
     curves,
     host_curves,
     host_point_label,
+    point_ceilings,
     point_label,
     summary_dict,
     workload_label,
@@ -187,20 +187,20 @@ def _report(plan: SweepPlan, outcome: SweepOutcome, wall: float, *, json_out: bo
         con.print(rows_table(rows, f"sweep: {len(rows)} of {len(plan.cells)} cells"))
     if best:
         con.print(best_table(best, objective))
-        tops = ceilings(rows)
+        tops = point_ceilings(rows)
         groups = dict.fromkeys((workload_label(r), point_label(r), host_point_label(r))
                                for r in rows if r.get("policy") != "ceiling")
         for workload, point, host in groups:
             if any(c.workload == workload and c.point == point and c.host == host
                    and len(c.points) > 1 for c in cs):
-                con.print(curve_table(cs, workload, tops.get(workload), point, host))
+                con.print(curve_table(cs, workload, tops.get((workload, point)), point, host))
         tiers = host_curves(rows, objective)
         panels = dict.fromkeys((c.workload, c.point, c.pool_tokens, c.page_size) for c in tiers)
         for workload, point, pool, page in panels:
             mine = [c for c in tiers if (c.workload, c.point, c.pool_tokens, c.page_size)
                     == (workload, point, pool, page)]
             if any(len(c.points) > 1 for c in mine):
-                con.print(host_curve_table(mine, tops.get(workload)))
+                con.print(host_curve_table(mine, tops.get((workload, point))))
 
 
 def _list_cells(plan: SweepPlan, json_out: bool) -> None:
@@ -366,10 +366,10 @@ def sweep(
 
         tiers = host_curves(outcome.rows, objective)
         if tiers:  # a host tier's sweep: hit rate (p99 TTFT) over host size
-            plot_host_curves(plot_out, tiers, HOST_TITLE, ceilings(outcome.rows))
+            plot_host_curves(plot_out, tiers, HOST_TITLE, point_ceilings(outcome.rows))
         else:
             plot_curves(plot_out, curves(outcome.rows, objective), TITLE,
-                        ceilings(outcome.rows))
+                        point_ceilings(outcome.rows))
         output.note(f"wrote plot {plot}")
     saved = f"; rows in {out}" if out is not None else ""
     output.note(f"wall time {wall:.2f} s for {outcome.ran} cells{saved}")

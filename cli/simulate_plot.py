@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from radix_evict.outputs import OutputFile
-from radix_evict.sim.bound import Bound
+from radix_evict.sim.bound import CEILING_NAME, Bound
 from radix_evict.sim.replay import ReplayResult
 
 from .plotting import pyplot, save_figure
@@ -46,9 +46,8 @@ def _reference_lines(ax: Any, bound: Bound | None, timeline: bool = False) -> No
     """The oracle and the infinite-pool ceiling as horizontal lines (overall hit rates)."""
     if bound is None:
         return
-    oracle = "oracle (offline bound)" if bound.is_bound else "oracle (Belady-guided)"
-    for value, name, style in ((bound.oracle.hit_rate, oracle, "--"),
-                               (bound.ceiling.hit_rate, "ceiling (infinite pool)", ":")):
+    for value, name, style in ((bound.oracle.hit_rate, bound.oracle_name, "--"),
+                               (bound.ceiling.hit_rate, CEILING_NAME, ":")):
         ax.axhline(100 * value, color="black", linestyle=style, linewidth=1,
                    label=f"{name}{' overall' if timeline else ''} {100 * value:.1f}%")
 

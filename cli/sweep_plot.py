@@ -7,6 +7,11 @@ A sweep with a host tier draws :func:`plot_host_curves` instead: hit rate
 over host tier size (0: none), a panel per workload, timing point and pool
 size, a line per policy (a colour) and write policy (a line style); timed,
 p99 TTFT below.
+
+The references are named as :mod:`radix_evict.sim.bound` names them: the
+oracle is ``oracle (offline bound)`` in the token replay and ``oracle
+(Belady-guided)``, no bound, in a timed panel; the ceiling is each panel's
+own (its workload and timing point).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from radix_evict.outputs import OutputFile
+from radix_evict.sim.bound import CEILING_NAME, oracle_name
 from radix_evict.sim.oracle import ORACLE
 from radix_evict.sim.sweep.summary import Curve, HostCurve, config_text
 
@@ -23,13 +29,15 @@ from .plotting import pyplot, save_figure
 TITLE = "hit rate by pool size, each policy at its best config"
 HOST_TITLE = "hit rate by host tier size, each policy at its best config"
 STYLES = ("-", "--", "-.", ":")  # one per write policy (host line) in the host plot
+Ceilings = Mapping[tuple[str, str | None], float]  # by workload and timing point (None: untimed)
 
 
 def plot_curves(path: OutputFile, curves: Sequence[Curve], title: str,
-                ceilings: Mapping[str, float] | None = None) -> None:
+                ceilings: Ceilings | None = None) -> None:
     """Each workload's hit-rate curves (pool tokens on a log axis), written to ``path``.
 
-    The oracle, where the sweep ran it, is a dashed black line; the ceiling a dotted one.
+    The oracle, where the sweep ran it, is a dashed black line; the ceiling a dotted one
+    (``ceilings`` by workload and timing point).
     """
     plt = pyplot()
     panels = list(dict.fromkeys((c.workload, c.point) for c in curves))
@@ -42,9 +50,9 @@ def plot_curves(path: OutputFile, curves: Sequence[Curve], title: str,
         mine = [c for c in curves if c.workload == workload and c.point == point]
         for c in mine:
             _line(ax, c, c.points)
-        top = (ceilings or {}).get(workload)
+        top = (ceilings or {}).get((workload, point))
         if top is not None:
-            ax.axhline(100 * top, color="0.4", linestyle=":", label="ceiling (infinite pool)")
+            ax.axhline(100 * top, color="0.4", linestyle=":", label=CEILING_NAME)
         _axes(ax, "token hit rate (%)",
               workload if point is None else f"{workload}\n{point}")
         ax.legend(fontsize=8, loc="lower right")
@@ -66,7 +74,7 @@ def _line(ax: Any, c: Curve, points: Sequence[tuple[int, float]],
     ys = [scale * v for _, v in points]
     cfg = config_text(c.config)
     if c.policy == ORACLE:
-        ax.plot(xs, ys, "k--", marker="x", label="oracle (Belady, offline)")
+        ax.plot(xs, ys, "k--", marker="x", label=oracle_name(c.point is not None))
         return
     ax.plot(xs, ys, marker="o", label=c.policy if cfg == "-" else f"{c.policy} {cfg}")
 
@@ -81,12 +89,13 @@ def _axes(ax: Any, ylabel: str, title: str) -> None:
 
 
 def plot_host_curves(path: OutputFile, curves: Sequence[HostCurve], title: str,
-                     ceilings: Mapping[str, float] | None = None) -> None:
+                     ceilings: Ceilings | None = None) -> None:
     """Hit rate over host tier size, a panel per workload, timing point and pool size.
 
     A line per policy (its colour) and write policy (its line style); the
-    ceiling (dotted) is the bound for any host size: Belady on the device
-    with an unbounded host tier. Timed, a second row: p99 TTFT, the same lines.
+    ceiling (dotted; by workload and timing point): in the token replay its
+    total bounds any host size's (:func:`radix_evict.sim.bound.ceiling_is`).
+    Timed, a second row: p99 TTFT, the same lines.
     """
     plt = pyplot()
     panels = list(dict.fromkeys((c.workload, c.point, c.pool_tokens, c.page_size)
@@ -104,10 +113,9 @@ def plot_host_curves(path: OutputFile, curves: Sequence[HostCurve], title: str,
         ax = axes[0][i]
         for c in mine:
             _host_line(ax, c, c.points, colours[c.policy], styles[c.line], 100.0)
-        top = (ceilings or {}).get(workload)
+        top = (ceilings or {}).get((workload, point))
         if top is not None:
-            ax.axhline(100 * top, color="0.4", linestyle=":",
-                       label="ceiling (Belady + unbounded host)")
+            ax.axhline(100 * top, color="0.4", linestyle=":", label=CEILING_NAME)
         where = "default pool" if pool is None else f"pool {pool:,} tokens"
         head = f"{workload}\n{where}, page {page}" + ("" if point is None else f"\n{point}")
         _host_axes(ax, "token hit rate (%)", head, mine)

@@ -6,6 +6,12 @@ mark the best config and policy under the sweep's objective. A sweep with a
 host tier shows each cell's host point and where its hits came from (device
 or host), names each best config's host point, and adds the hit rate over
 host sizes at each pool size (:func:`host_curve_table`).
+
+The references (``--oracle``) are named as :mod:`radix_evict.sim.bound`
+names them, in curves and captions: the oracle and the ceiling bound the
+token replay's hit rate; in the timed replay the oracle is a Belady-guided
+replay and neither is a bound, and a caption says so. With a host tier,
+only the ceiling's total (device + host) is a bound.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ from typing import Any
 
 from rich.table import Table
 
-from radix_evict.sim.sweep.grid import CEILING
+from radix_evict.sim.bound import CEILING_NAME, ceiling_is, oracle_is, oracle_name
+from radix_evict.sim.sweep.grid import CEILING, ORACLE
 from radix_evict.sim.sweep.schema import is_host, is_timed
 from radix_evict.sim.sweep.summary import (
     ConfigScore,
@@ -64,6 +71,13 @@ def _host_size(row: Row) -> str:
     return size if ratio is None else f"x{ratio:g} = {size}"
 
 
+def references_caption(timed: bool, oracle: bool = True, ceiling: bool = True) -> str:
+    """What the oracle and the ceiling shown are (a bound or a reference), in words."""
+    parts = ([f"oracle = {oracle_is(timed)}"] if oracle else []) + (
+        [f"ceiling = {ceiling_is(timed)}"] if ceiling else [])
+    return "; ".join(parts)
+
+
 def rows_table(rows: Sequence[Row], title: str) -> Table:
     """One line per cell; a timed sweep's cells add p99 TTFT (SLO met, with an SLO) and the
     timing axes that vary between them; cells with a host tier add its size, write policy
@@ -106,6 +120,11 @@ def rows_table(rows: Sequence[Row], title: str) -> Table:
                   r["policy"], config_text(r.get("config")),
                   where if pool is None else f"{pool:,}", str(r["page_size"]), *point, *tier,
                   *figures, "ok" if ok else f"error: {r.get('error')}")
+    kinds = sorted({is_timed(r) for r in rows if r["policy"] in (ORACLE, CEILING)})
+    if kinds:  # the references' names would widen the policy column: said here instead
+        t.caption = "; ".join(
+            (("timed: " if timed_kind else "token replay: ") if len(kinds) > 1 else "")
+            + references_caption(timed_kind) for timed_kind in kinds)
     return t
 
 
@@ -153,13 +172,18 @@ def curve_table(curves: Sequence[Curve], workload: str, ceiling: float | None = 
     what = "hit rate" if point is None else "hit rate / p99 TTFT ms"
     t = _table(f"{where}: {what} by pool size (tokens), each policy at its best config",
                "policy", "config", *(f"{p:,}" for p in pools))
+    timed = point is not None
     for c in mine:
         at, ttft = dict(c.points), dict(c.ttft_points)
-        t.add_row(c.policy, config_text(c.config), *(
+        name = oracle_name(timed) if c.policy == ORACLE else c.policy
+        t.add_row(name, config_text(c.config), *(
             "-" if p not in at else pct(at[p]) if p not in ttft
             else f"{pct(at[p])} / {ms(ttft[p])}" for p in pools))
     if ceiling is not None:
-        t.add_row("ceiling", "infinite pool", *(pct(ceiling) for _ in pools))
+        t.add_row(CEILING_NAME, "-", *(pct(ceiling) for _ in pools))
+    oracle = any(c.policy == ORACLE for c in mine)
+    if oracle or ceiling is not None:
+        t.caption = references_caption(timed, oracle, ceiling is not None)
     return t
 
 
@@ -168,8 +192,8 @@ def host_curve_table(curves: Sequence[HostCurve], ceiling: float | None = None) 
 
     ``curves`` are one panel's (workload, timing point, pool size); each
     policy at its best config over the host points. Timed, each entry is the
-    hit rate and the p99 TTFT there. The ceiling is the bound for any host
-    size (Belady on the device with an unbounded host tier).
+    hit rate and the p99 TTFT there. The ceiling's total is the bound for any
+    host size in the token replay (:func:`radix_evict.sim.bound.ceiling_is`).
     """
     first = curves[0]
     sizes = sorted({h for c in curves for h, _ in c.points})
@@ -180,14 +204,14 @@ def host_curve_table(curves: Sequence[HostCurve], ceiling: float | None = None) 
     t = _table(title, "policy", "config", "write policy", *(f"{h:,}" for h in sizes))
     t.min_width = min(len(title), 150)  # the title on one line
     t.caption = ("host tier size in tokens, 0 = none; each policy at its best config over "
-                 "the host sizes"
-                 + ("; ceiling = the bound for any host size (Belady on the device with an "
-                    "unbounded host tier)" if ceiling is not None else ""))
+                 "the host sizes; hit rate = device + host"
+                 + (f"; {references_caption(first.point is not None, oracle=False)}"
+                    if ceiling is not None else ""))
     for c in curves:
         at, ttft = dict(c.points), dict(c.ttft_points)
         t.add_row(c.policy, config_text(c.config), c.line, *(
             "-" if h not in at else pct(at[h]) if h not in ttft
             else f"{pct(at[h])} / {ms(ttft[h])}" for h in sizes))
     if ceiling is not None:
-        t.add_row("ceiling", "infinite pool", "(any host size)", *(pct(ceiling) for _ in sizes))
+        t.add_row(CEILING_NAME, "-", "(any host size)", *(pct(ceiling) for _ in sizes))
     return t

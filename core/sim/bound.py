@@ -43,6 +43,43 @@ ORACLE_TIMED = ("Belady's rule (farthest next use first) deciding evictions in t
                 "retractions and the order of uses, so a policy can beat it on hit rate or "
                 "TTFT)")
 ORACLE_ROUNDS = 12  # the timed oracle's fixed-point rounds, at most (chat settles in 7)
+# How each reference is named wherever it is shown (tables, plots, JSON, generated pages).
+ORACLE_NAME = "oracle (offline bound)"
+ORACLE_TIMED_NAME = "oracle (Belady-guided)"
+CEILING_NAME = "ceiling (infinite pool)"
+CEILING_BOUND = ("a pool that never fills: every prompt prefix seen before hits, so no policy, "
+                 "pool size, host tier size or write policy hits more in total (device + "
+                 "host): a bound")
+CEILING_TIMED = ("the timed replay with a pool that never fills (the same arrivals and "
+                 "scheduler): a reference, not a proven bound (a finite pool admits later, "
+                 "and a later admission can find prompts an earlier one could not)")
+GAP_RULE = ("gap closed = share of the lru-to-oracle hit-rate gap, measured only where the "
+            "oracle is a bound (the token replay)")
+
+
+def oracle_name(timed: bool) -> str:
+    """The oracle row's or line's name: an offline bound in the token replay, not in the
+    timed one."""
+    return ORACLE_TIMED_NAME if timed else ORACLE_NAME
+
+
+def oracle_is(timed: bool) -> str:
+    """What the oracle is, in words, in the token replay or the timed one."""
+    return ORACLE_TIMED if timed else ORACLE_BOUND
+
+
+def ceiling_is(timed: bool) -> str:
+    """What the infinite-pool ceiling is, in words, in the token replay or the timed one."""
+    return CEILING_TIMED if timed else CEILING_BOUND
+
+
+def references(timed: bool) -> dict[str, Any]:
+    """The references of a replay, named (JSON's ``references``): whether each is a bound
+    and what it is; a gap is measured only against a bound."""
+    return {"oracle": {"name": oracle_name(timed), "is_bound": not timed,
+                       "is": oracle_is(timed)},
+            "ceiling": {"name": CEILING_NAME, "is_bound": not timed, "is": ceiling_is(timed)},
+            "gap_closed": GAP_RULE if not timed else None}
 
 
 @dataclass
@@ -62,7 +99,12 @@ class Bound:
     @property
     def oracle_is(self) -> str:
         """What the oracle row is, in words (a caption's, JSON's ``oracle_is``)."""
-        return ORACLE_BOUND if self.is_bound else ORACLE_TIMED
+        return oracle_is(not self.is_bound)
+
+    @property
+    def oracle_name(self) -> str:
+        """The oracle row's name (``oracle (offline bound)``, ``oracle (Belady-guided)``)."""
+        return oracle_name(not self.is_bound)
 
     def gap_closed(self, hit_rate: float) -> float | None:
         """Share of the lru-to-oracle gap that ``hit_rate`` closes (None: no gap, or an

@@ -7,7 +7,11 @@ best config of a policy is chosen by the simulator's one winner rule
 curve of a policy is its best config's hit rate at each pool size, averaged
 over seeds: the hit-rate-versus-cache-size curve cache engineers read.
 The oracle (when the grid has it) is a curve of its own, and the ceiling a
-hit rate per workload; neither is ever a "best config".
+hit rate per workload (and timing point); neither is ever a "best config".
+Each is named as :mod:`radix_evict.sim.bound` names it: in the token replay
+the oracle and the ceiling bound the hit rate; in the timed replay neither
+is a bound (the oracle is a Belady-guided replay), and the summary's
+``references`` says which is which.
 
 A timed sweep's rows are read per workload *and timing point* (cost model,
 max running, rate: :func:`point_label`): the best config at 2 requests per
@@ -33,6 +37,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
+from radix_evict.sim.bound import oracle_name, references
 from radix_evict.sim.sweep.grid import (
     CEILING,
     ORACLE,
@@ -172,6 +177,9 @@ class Curve:
             out.update({"timing": self.point, "ttft_p99_ms": [t for _, t in self.ttft_points]})
         if self.host is not None:
             out["host"] = self.host
+        if self.policy == ORACLE:  # a bound in the token replay, a reference when timed
+            out.update({"name": oracle_name(self.point is not None),
+                        "is_bound": self.point is None})
         return out
 
 
@@ -346,15 +354,40 @@ def ceilings(rows: Sequence[Row]) -> dict[str, float]:
     return {w: fmean(r["hit_rate"] for r in g) for (w,), g in _group(mine, "workload").items()}
 
 
+def point_ceilings(rows: Sequence[Row]) -> dict[tuple[str, str | None], float]:
+    """The ceiling's hit rate per workload and timing point (None: untimed), mean over seeds:
+    a timed grid's ceiling is its timing point's own, not the mean over points."""
+    mine = [r for r in _ok(rows) if r["policy"] == CEILING]
+    return {(w, pt): fmean(r["hit_rate"] for r in g)
+            for (w, pt), g in _group(mine, "workload", "point").items()}
+
+
+def reference_lines(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """Per workload and timing point that has reference rows: what its oracle and ceiling
+    are (:func:`radix_evict.sim.bound.references`: names, bound or not, in words) and the
+    ceiling's hit rate. The oracle bounds the hit rate in the token replay only."""
+    tops = point_ceilings(rows)
+    out = []
+    for w, pt in _group([r for r in _ok(rows) if r["policy"] in REFERENCES], "workload",
+                        "point"):
+        refs = references(pt is not None)
+        refs["ceiling"]["hit_rate"] = tops.get((w, pt))
+        out.append({"workload": w, "timing": pt, **refs})
+    return out
+
+
 def summary_dict(rows: Sequence[Row], objective: str = "hit-rate") -> dict[str, Any]:
-    """The summary as JSON types: best configs, curves (the oracle's too), ceilings, and with
-    a host tier the host curves.
+    """The summary as JSON types: best configs, curves (the oracle's too), ceilings, what
+    each reference is (``references``), and with a host tier the host curves.
 
     A timed sweep's summary names the objective its best configs were chosen by.
     """
     out: dict[str, Any] = {"best_configs": [b.to_dict() for b in best_configs(rows, objective)],
                            "curves": [c.to_dict() for c in curves(rows, objective)],
                            "ceilings": ceilings(rows)}
+    refs = reference_lines(rows)
+    if refs:
+        out["references"] = refs
     tiers = host_curves(rows, objective)
     if tiers:
         out["host_curves"] = [c.to_dict() for c in tiers]
