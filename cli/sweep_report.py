@@ -78,6 +78,13 @@ def references_caption(timed: bool, oracle: bool = True, ceiling: bool = True) -
     return "; ".join(parts)
 
 
+def cell_workload(row: Row) -> str:
+    """The per-cell table's workload: a trace by its file name, so a long path does not
+    wrap every row onto several lines (the curve and best-config tables name it in full)."""
+    label, workload = workload_label(row), str(row["workload"])
+    return label.replace(workload, workload.rsplit("/", 1)[-1], 1) if "/" in workload else label
+
+
 def rows_table(rows: Sequence[Row], title: str) -> Table:
     """One line per cell; a timed sweep's cells add p99 TTFT (SLO met, with an SLO) and the
     timing axes that vary between them; cells with a host tier add its size, write policy
@@ -116,7 +123,7 @@ def rows_table(rows: Sequence[Row], title: str) -> Table:
             tier = [_host_size(r), r.get("write_policy") or "-"]
             if host_policy:
                 tier.append(r.get("host_policy") or ("-" if not is_host(r) else "device"))
-        t.add_row(workload_label(r), "-" if r.get("seed") is None else str(r["seed"]),
+        t.add_row(cell_workload(r), "-" if r.get("seed") is None else str(r["seed"]),
                   r["policy"], config_text(r.get("config")),
                   where if pool is None else f"{pool:,}", str(r["page_size"]), *point, *tier,
                   *figures, "ok" if ok else f"error: {r.get('error')}")
