@@ -170,9 +170,10 @@ class Curve:
     host: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"workload": self.workload, "policy": self.policy, "config": self.config,
-               "pool_tokens": [p for p, _ in self.points],
-               "hit_rate": [h for _, h in self.points]}
+        out: dict[str, Any] = {"workload": self.workload, "policy": self.policy,
+                               "config": self.config,
+                               "pool_tokens": [p for p, _ in self.points],
+                               "hit_rate": [h for _, h in self.points]}
         if self.point is not None:
             out.update({"timing": self.point, "ttft_p99_ms": [t for _, t in self.ttft_points]})
         if self.host is not None:
