@@ -35,6 +35,7 @@ from .preflight import (
     check_workload_pools,
     device_option,
 )
+from .simulate_curve import PoolCurveOpt
 from .simulate_derived import derived_notes
 from .simulate_host import (
     HicacheRatioOpt,
@@ -296,6 +297,29 @@ def _run_matrix(wls: list[Workload], runs: list[PolicyRun], *, pool_tokens: int 
     simulate_failures.finish(failures, verbose)
 
 
+def _pool_curve(text: str, *, policy: list[str], config: list[str], trace: Any, name: str,
+                params: Any, trace_format: str, block_size: int | None,
+                pool_tokens: int | None, page_size: int, seed: int,
+                timing: TimingSpec | None, host: HostTierSpec | None, model: str | None,
+                metrics: Any, oracle: bool, json_out: bool, plot: OutputFile | None,
+                progress: bool, jobs: int | None) -> None:
+    """--pool-curve: lru at many pool sizes from one replay (simulate_curve.py)."""
+    from .simulate_curve import curve_sizes, refuse_with_curve, run_pool_curve
+
+    refuse_with_curve(policies=policy, pool_tokens=pool_tokens, timing=timing, host=host,
+                      model=model, metrics=metrics,
+                      workloads=1 if trace is not None
+                      else 0 if name == ALL else len(workload_list(name)))
+    sizes = curve_sizes(text, page_size)
+    runs = build_runs(policy or ["lru"], config)  # lru's config, checked as simulate checks
+    wl = (build_trace(trace, params, trace_format, block_size) if trace is not None
+          else build_workloads(name, params, seed)[0])
+    named = config_files((r.policy, r.config) for r in runs)
+    run_pool_curve(wl, sizes, page_size=page_size, seed=seed, oracle=oracle,
+                   json_out=json_out, plot=None if plot is None else plot.reading(named),
+                   progress=progress, jobs=jobs)
+
+
 def simulate(
     ctx: typer.Context,
     policy: PolicyOpt = None,
@@ -335,6 +359,7 @@ def simulate(
     write_threshold: WriteThresholdOpt = None,
     host_policy: HostPolicyOpt = None,
     host_config: HostConfigOpt = None,
+    pool_curve: PoolCurveOpt = None,
 ) -> None:
     """Which policy should I run? Replay a workload under each policy and recommend one.
 
@@ -372,6 +397,13 @@ def simulate(
     host = build_host(host_tokens=host_tokens, hicache_ratio=hicache_ratio,
                       write_policy=write_policy, write_threshold=write_threshold,
                       host_policy=host_policy, host_config=host_config)
+    if pool_curve is not None:
+        _pool_curve(pool_curve, policy=policy, config=config, trace=trace, name=name,
+                    params=params, trace_format=trace_format, block_size=block_size,
+                    pool_tokens=pool_tokens, page_size=page_size, seed=seed, timing=timed,
+                    host=host, model=model, metrics=metrics, oracle=oracle,
+                    json_out=json_out, plot=plot_out, progress=progress, jobs=jobs)
+        return
     check_host_fits(host, [pool_tokens] if pool_tokens else [])
     if timed is not None:
         check_transfer(host, timed.cost_model)
