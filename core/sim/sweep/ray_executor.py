@@ -20,8 +20,8 @@ from typing import Any
 
 from radix_evict.errors import RadixEvictError
 from radix_evict.sim.parallel import ProgressFn
-from radix_evict.sim.sweep.grid import Cell
-from radix_evict.sim.sweep.rows import error_row, error_text, run_cell
+from radix_evict.sim.sweep.curve_groups import Task, run_task, task_error_rows
+from radix_evict.sim.sweep.rows import error_text
 from radix_evict.sim.sweep.sources import WorkloadKey
 from radix_evict.sim.workloads import Workload
 
@@ -63,12 +63,12 @@ def import_ray() -> Any:
     return ray
 
 
-def cell_task(cell: Cell, workload: Workload) -> dict[str, Any]:
-    """What a Ray worker runs: the same replay and row as a local worker."""
+def cell_task(task: Task, workload: Workload) -> list[dict[str, Any]]:
+    """What a Ray worker runs: the same replay (or curve pass) and rows as a local worker."""
     import torch
 
     torch.set_num_threads(1)  # one CPU per task, as the task asked for
-    return run_cell(cell, workload)
+    return run_task(task, workload)
 
 
 @contextlib.contextmanager
@@ -122,7 +122,7 @@ def probe(address: str) -> None:
 
 
 def run_ray(
-    cells: Sequence[Cell],
+    cells: Sequence[Task],
     workloads: Mapping[WorkloadKey, Workload],
     *,
     address: str | None = "auto",
@@ -134,7 +134,8 @@ def run_ray(
     ``HOST:PORT`` or ``ray://HOST:PORT``, or ``local`` for a private Ray on
     this machine; if this process already called ``ray.init``, that Ray is
     used. Stopping the iteration (or Ctrl-C) cancels the tasks still queued
-    or running. ``progress`` counts requests of the finished cells.
+    or running. ``progress`` counts requests of the finished cells. A CurveGroup
+    among ``cells`` is one task (one curve pass), a row per cell it holds.
     """
     ray = import_ray()
     with connected(ray, address):
@@ -150,11 +151,11 @@ def run_ray(
                 for ref in ready:
                     cell = cells[pending.pop(ref)]
                     try:
-                        row = ray.get(ref)
+                        rows = ray.get(ref)
                     except Exception as exc:  # the worker died, or the task could not run
-                        row = error_row(cell, _ray_error(exc))
+                        rows = task_error_rows(cell, _ray_error(exc))
                     done += workloads[cell.workload_key].num_requests
-                    yield row
+                    yield from rows
                 if progress is not None:
                     progress(done, total)
         finally:

@@ -10,6 +10,8 @@ and its row adds the timing axes and the timed figures (virtual time, as
 deterministic as the hit rate). A cell with a host tier replays with
 ``host=`` (:meth:`Cell.host_spec`) and its row adds the host point and the
 host tier's figures (``ReplayResult.host``); the references run one-tier.
+``via`` says how a row's figures came: ``replay`` here, ``curve`` for the lru
+cells one pool-size curve pass computed (:mod:`radix_evict.sim.sweep.curve_groups`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from radix_evict.sim.bound import replay_oracle
 from radix_evict.sim.ceiling import infinite_pool_ceiling
+from radix_evict.sim.curve import REPLAY
 from radix_evict.sim.replay import ReplayResult, replay
 from radix_evict.sim.sweep.grid import CEILING, ORACLE, Cell
 from radix_evict.sim.sweep.schema import ERROR, OK, TIMING_FIELDS, columns
@@ -52,6 +55,13 @@ def _coordinates(cell: Cell) -> dict[str, Any]:
                     "write_policy": h.write_policy, "write_threshold": h.threshold,
                     "host_policy": h.policy, "host_config": h.config_dict})
     return out
+
+
+def base_row(cell: Cell) -> dict[str, Any]:
+    """Every column of the cell's kind, its coordinates filled in, the figures None."""
+    row = _blank(cell)
+    row.update(_coordinates(cell))
+    return row
 
 
 def host_figures(result: ReplayResult) -> dict[str, Any]:
@@ -98,6 +108,7 @@ def result_row(cell: Cell, result: ReplayResult, replay_s: float) -> dict[str, A
         "mean_uncached": result.mean_uncached,
         "evicted_tokens": result.evicted_tokens,
         "failed_admissions": result.failed,
+        "via": REPLAY,
         "replay_s": replay_s,
         "cache_s": result.cache_s,
         "status": OK,
@@ -113,8 +124,8 @@ def ceiling_row(cell: Cell, hit_rate: float, replay_s: float) -> dict[str, Any]:
     """The infinite-pool ceiling's row: a hit rate, no pool, no eviction figures."""
     row: dict[str, Any] = _blank(cell)
     row.update(_coordinates(cell))
-    row.update({"hit_rate": hit_rate, "evicted_tokens": 0, "replay_s": replay_s,
-                "status": OK})
+    row.update({"hit_rate": hit_rate, "evicted_tokens": 0, "via": REPLAY,
+                "replay_s": replay_s, "status": OK})
     return row
 
 

@@ -26,16 +26,29 @@ from radix_evict.sim.sweep.store import ResultFile
 from radix_evict.sim.workloads import Workload
 
 Row = dict[str, Any]
-# An executor: (cells, their workloads, progress) -> rows as the cells finish.
-Executor = Callable[[Sequence[Cell], Mapping[WorkloadKey, Workload], ProgressFn | None],
+# An executor: (cells, their workloads, progress) -> rows as the cells finish. One that
+# takes tasks (:func:`takes_tasks`: the local and Ray executors) gets CurveGroups among the
+# cells too, each giving a row per cell it holds (radix_evict.sim.sweep.curve_groups).
+Executor = Callable[[Sequence[Any], Mapping[WorkloadKey, Workload], ProgressFn | None],
                     Iterator[Row]]
+TAKES_TASKS = "takes_tasks"  # an executor's attribute: True when it runs CurveGroups
+
+
+def takes_tasks(executor: Executor) -> Executor:
+    """Mark ``executor`` as one that runs CurveGroups (:func:`curve_groups.run_task`)."""
+    setattr(executor, TAKES_TASKS, True)
+    return executor
 
 
 def local_executor(workers: int | None = None) -> Executor:
     """Worker processes on this machine (default: one per usable core)."""
     from radix_evict.sim.sweep.local import run_local
 
-    return lambda cells, wls, progress: run_local(cells, wls, workers=workers, progress=progress)
+    def run(tasks: Sequence[Any], wls: Mapping[WorkloadKey, Workload],
+            progress: ProgressFn | None) -> Iterator[Row]:
+        return run_local(tasks, wls, workers=workers, progress=progress)
+
+    return takes_tasks(run)
 
 
 def ray_executor(address: str | None = "auto") -> Executor:
@@ -43,7 +56,12 @@ def ray_executor(address: str | None = "auto") -> Executor:
     from radix_evict.sim.sweep.ray_executor import import_ray, run_ray
 
     import_ray()  # fail now, before the workloads are built, if Ray is missing
-    return lambda cells, wls, progress: run_ray(cells, wls, address=address, progress=progress)
+
+    def run(tasks: Sequence[Any], wls: Mapping[WorkloadKey, Workload],
+            progress: ProgressFn | None) -> Iterator[Row]:
+        return run_ray(tasks, wls, address=address, progress=progress)
+
+    return takes_tasks(run)
 
 
 MAX_CELLS = 10_000  # a grid larger than this needs --max-cells: a typo should not run for days
@@ -158,12 +176,22 @@ def run_sweep(
     progress: ProgressFn | None = None,
     on_row: Callable[[Row], None] | None = None,
     workloads: Mapping[WorkloadKey, Workload] | None = None,
+    curve: bool | None = None,
 ) -> SweepOutcome:
     """Run ``plan.todo`` (default executor: local processes); Ctrl-C keeps what finished.
 
     ``workloads`` may pass workloads already built (by cell workload key).
+    With ``curve`` (default: unless ``RADIX_EVICT_SWEEP_CURVE=0``), lru cells
+    with no host tier and no timing that differ only in pool size are
+    computed by one pool-size curve pass per group (``curve_groups``), when
+    the executor takes such tasks; their rows equal the per-size replays'
+    (timings aside) and say ``via: curve``.
     """
+    from radix_evict.sim.sweep.curve_groups import curve_enabled, plan_tasks
+
     run = executor or local_executor()
+    use_curve = (curve_enabled() if curve is None else curve) and bool(
+        getattr(run, TAKES_TASKS, False))
     new: dict[str, Row] = {}
     interrupted = False
     try:
@@ -173,7 +201,7 @@ def run_sweep(
             wls = dict(workloads) if workloads is not None else {}
             missing = [c for c in plan.todo if c.workload_key not in wls]
             wls.update(build_workloads(missing))
-            rows = run(plan.todo, wls, progress)
+            rows = run(plan_tasks(plan.todo, use_curve), wls, progress)
             try:
                 for row in rows:
                     new[row["cell"]] = row

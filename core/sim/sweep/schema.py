@@ -82,6 +82,9 @@ class ResultRow(BaseModel):
     write_failed_tokens: int | None = Field(None, ge=0)
     load_back_failed_tokens: int | None = Field(None, ge=0)
     copy_wait_s: float | None = Field(None, ge=0)
+    # how the figures were computed: "curve" (one lru pass for every pool size of its group,
+    # radix_evict.sim.curve) or "replay" (the cell's own replay); None in older files' rows
+    via: Literal["curve", "replay"] | None = None
     replay_s: float | None = Field(None, ge=0)
     cache_s: float | None = Field(None, ge=0)
     status: Literal["ok", "error"]
@@ -135,8 +138,15 @@ def columns(timed: bool = False, host: bool = False) -> tuple[str, ...]:
 TIMED_ROW_FIELDS = columns(timed=True)  # a timed row's columns, in order
 HOST_ROW_FIELDS = columns(host=True)  # an untimed host row's
 TIMED_HOST_ROW_FIELDS = columns(timed=True, host=True)  # a timed host row's
+# ``via`` came with the pool-size curve (issue #41): a CSV written before it has the same
+# columns without it, and is read and appended to as it is (its rows say no ``via``).
+VIA = "via"
+LEGACY_COLUMN_SETS = tuple(tuple(k for k in cols if k != VIA)
+                           for cols in (ROW_FIELDS, TIMED_ROW_FIELDS, HOST_ROW_FIELDS,
+                                        TIMED_HOST_ROW_FIELDS))
 # The columns a result file may have.
-COLUMN_SETS = (ROW_FIELDS, TIMED_ROW_FIELDS, HOST_ROW_FIELDS, TIMED_HOST_ROW_FIELDS)
+COLUMN_SETS = (ROW_FIELDS, TIMED_ROW_FIELDS, HOST_ROW_FIELDS, TIMED_HOST_ROW_FIELDS,
+               *LEGACY_COLUMN_SETS)
 # Wall-clock timings: the only fields that differ between two runs of one cell (the timed
 # replay's figures are in virtual time, and the same for every run).
 TIMING_FIELDS = ("replay_s", "cache_s")

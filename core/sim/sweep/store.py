@@ -24,7 +24,8 @@ a Parquet file, rewritten whole, takes the timed columns once it holds a
 timed row. Rows of cells with a host tier (HiCache) are the same: the host
 columns in their JSONL rows, in a new CSV of a sweep with host cells (empty
 in its one-tier rows), in Parquet once it holds one; a CSV without them
-takes no host rows.
+takes no host rows. A CSV written before the ``via`` column keeps its header: its
+rows are read without it, and rows appended to it leave it out.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from radix_evict.sim.sweep.schema import (
     OK,
     ROW_FIELDS,
     TIMED_FIGURES,
+    VIA,
     RowError,
     check_row,
     columns,
@@ -156,7 +158,7 @@ class ResultFile:
                 for row in self._read():
                     self.rows[row["cell"]] = row
             if self.format == ".csv" and self.columns is not None:
-                missing = set(columns(timed, host)) - set(self.columns)
+                missing = set(columns(timed, host)) - set(self.columns) - {VIA}
                 if missing & set(TIMED_FIGURES):
                     raise ResultFileError(
                         f"{path}: an untimed sweep's file: its columns have no place for the "
@@ -314,7 +316,7 @@ class ResultFile:
         assert self._fh is not None
         if self._csv is not None:
             assert self.columns is not None
-            if not set(row_fields(row)) <= set(self.columns):  # refused when opened; a bug
+            if not set(row_fields(row)) - {VIA} <= set(self.columns):  # refused when opened
                 raise ResultFileError(f"{self.path}: refusing to write a "
                                       f"{'timed' if is_timed(row) else 'host'} row into "
                                       "columns without its figures")
