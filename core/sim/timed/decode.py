@@ -23,7 +23,8 @@ __all__ = ["Decoding"]
 
 
 class Decoding(Finishing):
-    """The decode batch: joining, leaving, running segments, retracting."""
+    """The decode batch: joining, leaving, running segments, retracting (over
+    :class:`Finishing`: a segment finishes the requests that reach their end in it)."""
 
     def _join_decode(self, job: Job) -> None:
         length = job.plen + job.generated

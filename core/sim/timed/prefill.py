@@ -21,7 +21,8 @@ __all__ = ["Prefilling"]
 
 
 class Prefilling(Decoding):
-    """Running a prefill batch and checkpointing its prompts."""
+    """Running a prefill batch and checkpointing its prompts (over :class:`Decoding`: a
+    finished prompt joins the decode batch, or finishes)."""
 
     def _prefill(self, batch: list[Job]) -> None:
         """Run one prefill batch; finished prompts emit their first token and start decoding."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from radix_evict.sim.timed.arrivals import ArrivalSpec
 from radix_evict.sim.timed.cost import DEFAULT_COST_MODEL, CostModel, load_cost_model
-from radix_evict.sim.timed.server import SchedulerSpec
+from radix_evict.sim.timed.scheduler import SchedulerSpec
 
 __all__ = ["TimingSpec"]
 
