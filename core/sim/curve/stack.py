@@ -3,13 +3,16 @@
 The model tree holds every page any request inserted (it never evicts). Its
 nodes are stamped in eviction order: an operation touches a path, and the
 deeper nodes of that path get the lower stamps (SGLang evicts leaves first,
-and a parent is touched whenever a child is, so it is never older). The
-tokens at each stamp live in a Fenwick tree. A pool of ``C`` tokens then
-holds exactly the unpinned nodes stamped at or above its boundary ``b[C]``,
-plus what in-flight requests pin; evicting moves ``b[C]`` up to the lowest
-stamp at which everything above still fits, in O(log n). So one pass keeps
-every size's cache at once, and a request's hit at each size is the longest
-prefix of its path cached at that size.
+and a parent is touched whenever a child is, so it is never older). A pool
+of ``C`` tokens then holds exactly the unpinned nodes stamped at or above
+its boundary ``b[C]``, plus what in-flight requests pin. Each size keeps its
+occupancy up to date as nodes are touched, pinned and unpinned (``held``:
+a touch changes it only at the sizes where the node's cached state flips,
+usually none), so an arrival costs a comparison per size; a size over its
+pool walks its boundary up the stamps, dropping what sits there, until the
+rest fits. A boundary only rises, so each size passes each stamp once in the
+whole pass. So one pass keeps every size's cache at once, and a request's
+hit at each size is the longest prefix of its path cached at that size.
 
 What the per-size cache does and a shared stack does not is kept per size:
 
@@ -48,7 +51,6 @@ import numpy as np
 import numpy.typing as npt
 
 from radix_evict.cache.tree import TOKEN_BYTES, common_prefix_len
-from radix_evict.sim.curve.fenwick import Fenwick
 from radix_evict.sim.workloads import Request, Workload
 
 
@@ -107,24 +109,22 @@ class _Pass:
         self.P = page_size
         self.pb = page_size * TOKEN_BYTES
         self.root = _Node(None, b"", 0, self.full)
-        self.fen = Fenwick()
-        self.node_at: list[_Node | None] = []
+        self.node_at: list[_Node] = []  # the node each stamp was given to
+        self.held = [0] * K  # per size: unpinned tokens cached there (kept up to date)
         self.b = [0] * K  # every size's boundary: stamps below it are evicted
         self.neg_b = [0] * K  # -b, ascending while the sizes are nested (bisect)
         self.nested = True
+        # _stamp_mask's table: the boundaries negated, ascending, and the sizes whose
+        # boundary is at or below each; while nested, neg_b itself (no sorting needed)
+        self._order: tuple[list[int], list[int]] | None = (
+            self.neg_b, [self.full ^ ((1 << i) - 1) for i in range(K + 1)])
         self.pinned = 0  # tokens pinned by requests in flight: nodes and rows
-        # Unpinned nodes absent at some size (allow) or elsewhere in its order (alts),
-        # and their stamps ascending (entries go stale when a node moves on).
-        self.ghosts: dict[_Node, int] = {}  # node -> the stamp it was noted at
-        self.g_stamps: list[list[int]] = [[] for _ in range(K)]  # per size it is irregular at
-        self.g_nodes: list[list[_Node]] = [[] for _ in range(K)]
         self.extra = [0] * K  # per size: tokens of row copies the model counts once
         self.loose: dict[_Node, None] = {}  # pinned, yet in some size's tree unlocked
         self.flights: dict[str, _Flight] = {}
         self.evicted = [0] * K
         self.evict_calls = [0] * K
         self.inexact: list[str | None] = [None] * K
-        self.arrivals = 0
 
     # ------------------------------------------------------------------ per size
     def _mark(self, mask: int, why: str) -> None:
@@ -137,15 +137,20 @@ class _Pass:
             c += 1
 
     def _stamp_mask(self, s: int) -> int:
-        """The sizes whose boundary is at or below stamp ``s``."""
-        if self.nested:
-            c0 = bisect_left(self.neg_b, -s)
-            return self.full ^ ((1 << c0) - 1)
-        m = 0
-        for c, bc in enumerate(self.b):
-            if bc <= s:
-                m |= 1 << c
-        return m
+        """The sizes whose boundary is at or below stamp ``s``: one bisect."""
+        keys, above = self._order or self._sort_bounds()
+        return above[bisect_left(keys, -s)]
+
+    def _sort_bounds(self) -> tuple[list[int], list[int]]:
+        """``_stamp_mask``'s table once the sizes are no longer nested (a size that failed
+        an admission keeps its boundary while larger ones move past it): rebuilt after
+        the boundaries move, at most once per arrival."""
+        pairs = sorted((-bc, c) for c, bc in enumerate(self.b))
+        above = [0] * (self.K + 1)
+        for i in range(self.K - 1, -1, -1):
+            above[i] = above[i + 1] | 1 << pairs[i][1]
+        self._order = ([k for k, _ in pairs], above)
+        return self._order
 
     def _cached(self, x: _Node) -> int:
         """The sizes at which ``x`` is cached now."""
@@ -168,27 +173,18 @@ class _Pass:
                 return pos
         return x.stamp
 
-    def _register(self, x: _Node) -> None:
-        """Note unpinned ``x`` as irregular at the sizes where it is absent or moved."""
-        s = x.stamp
-        if self.ghosts.get(x) == s:
-            return
-        self.ghosts[x] = s
-        irr = self.full & ~x.allow
-        for _, m in x.alts:
-            irr |= m
+    @staticmethod
+    def _shift(counts: list[int], ntok: int, before: int, after: int) -> None:
+        """``ntok`` tokens counted at the sizes ``before`` are now counted at ``after``:
+        update per-size ``counts`` (``held``, ``extra``) only at the sizes that differ,
+        usually none (a touch of a node cached everywhere leaves it cached everywhere),
+        so keeping every size up to date costs no loop over the sizes."""
+        flip = before ^ after
         c = 0
-        while irr:
-            if irr & 1:
-                stamps, nodes = self.g_stamps[c], self.g_nodes[c]
-                if stamps and stamps[-1] > s:
-                    i = bisect_left(stamps, s)
-                    stamps.insert(i, s)
-                    nodes.insert(i, x)
-                else:
-                    stamps.append(s)
-                    nodes.append(x)
-            irr >>= 1
+        while flip:
+            if flip & 1:
+                counts[c] += ntok if after >> c & 1 else -ntok
+            flip >>= 1
             c += 1
 
     # ------------------------------------------------------------------ stamps
@@ -197,22 +193,19 @@ class _Pass:
         keeps an old place (``alts``: only for an unpinned node)."""
         s = len(self.node_at)
         self.node_at.append(x)
-        x.alts = alts
         if x.pins:
-            if x.pend is not None:
-                self._extra(x, -1)
-                x.allow = allow
-                self._extra(x, 1)
-        else:
-            fen = self.fen
-            if x.stamp >= 0:
-                fen.add(x.stamp, -x.ntok)
-            fen.add(s, x.ntok)
-            self.ghosts.pop(x, None)
+            if x.pend is not None:  # its copy in the tree: now where ``allow`` says
+                self._shift(self.extra, x.ntok, x.allow, allow)
+            x.alts = alts
+            x.stamp = s
+            x.allow = allow
+            return
+        before = self._cached(x)
+        x.alts = alts
         x.stamp = s
         x.allow = allow
-        if not x.pins and (allow != self.full or alts):
-            self._register(x)
+        # (the new stamp is at or above every boundary: cached wherever allowed)
+        self._shift(self.held, x.ntok, before, self._cached(x) if alts else allow)
 
     def _refresh_at(self, x: _Node, sizes: int) -> None:
         """Touch unpinned ``x`` only at ``sizes``: where else it is cached it keeps its place
@@ -234,7 +227,8 @@ class _Pass:
 
     def _extra(self, x: _Node, sign: int) -> None:
         """Add (or take back) pinned ``x``'s row copies beyond the one the model counts:
-        at each size, [in the tree there] + requests holding a copy - 1."""
+        at each size, [in the tree there] + requests holding a copy - 1. Only when
+        ``pend`` comes and goes: changes in between go through ``_shift``."""
         pend = x.pend
         assert pend is not None
         w = sign * x.ntok
@@ -247,31 +241,29 @@ class _Pass:
 
     def _pin(self, x: _Node, miss: int) -> None:
         """Request pins ``x``; at sizes ``miss`` it missed it and holds a copy in its row."""
-        if x.pend is not None:
-            self._extra(x, -1)
         if not x.pins:
+            self._shift(self.held, x.ntok, self._cached(x), 0)
             x.alts = ()
-            self.fen.add(x.stamp, -x.ntok)
             self.pinned += x.ntok
-            self.ghosts.pop(x, None)
         x.pins += 1
         if miss:
-            if x.pend is None:
-                x.pend = [0] * self.K
+            pend = x.pend
+            if pend is None:
+                pend = x.pend = [0] * self.K
+                self._extra(x, 1)
+            self._shift(self.extra, x.ntok, 0, miss)
             c = 0
             while miss:
                 if miss & 1:
-                    x.pend[c] += 1
+                    pend[c] += 1
                 miss >>= 1
                 c += 1
-        if x.pend is not None:
-            self._extra(x, 1)
 
     def _unpin(self, x: _Node, miss: int) -> None:
         """The request that pinned ``x`` (missing it at ``miss``) inserted it."""
         pend = x.pend
-        if pend is not None:
-            self._extra(x, -1)
+        if pend is not None and miss:
+            self._shift(self.extra, x.ntok, miss, 0)
             c = 0
             while miss:
                 if miss & 1:
@@ -280,25 +272,24 @@ class _Pass:
                 c += 1
         x.pins -= 1
         if not x.pins:
-            x.pend = None
+            if pend is not None:
+                self._extra(x, -1)
+                x.pend = None
             self.loose.pop(x, None)
             self.pinned -= x.ntok
-            self.fen.add(x.stamp, x.ntok)
-            if x.allow != self.full:
-                self._register(x)
+            self._shift(self.held, x.ntok, 0, self._cached(x))
             return
-        if pend is not None:
-            self._extra(x, 1)
-            if any(pend) and x.allow:  # in the tree where inserted, other rows still hold it
-                self.loose[x] = None
+        if pend is not None and any(pend) and x.allow:
+            self.loose[x] = None  # in the tree where inserted, other rows still hold it
 
     # ------------------------------------------------------------------ tree
     def _split(self, x: _Node, m: int) -> _Node:
         """Split ``x`` after ``m`` bytes; the new head is returned, ``x`` keeps the tail.
 
         Like the cache's split: the head inherits pins, where it may be cached
-        and the glue to its parent. It shares ``x``'s stamp (and weight there)
-        until the caller restamps both, which it always does next.
+        and the glue to its parent. It shares ``x``'s stamp (so ``held`` is
+        unchanged: both halves are cached where ``x`` was) until the caller
+        restamps both, which it always does next, before any eviction.
         """
         parent = x.parent
         assert parent is not None
@@ -308,20 +299,14 @@ class _Pass:
         head.glue_up = x.glue_up
         head.stamp = x.stamp
         head.alts = x.alts
-        if x.pend is not None:  # (the extra copies are per token: both halves carry them)
-            self._extra(x, -1)
-            head.pend = list(x.pend)
+        if x.pend is not None:  # (the extra copies are per token: both halves carry them,
+            head.pend = list(x.pend)  # and ``extra`` is unchanged)
         parent.children[x.key[: self.pb]] = head
         x.key = x.key[m:]
         x.ntok -= m // TOKEN_BYTES
         x.parent = head
         x.glue_up = 0
         head.children[x.key[: self.pb]] = x
-        if x.pend is not None:
-            self._extra(x, 1)
-            self._extra(head, 1)
-        if x in self.ghosts:
-            self._register(head)  # (shares x's stamp until both are restamped)
         if x in self.loose:
             self.loose[head] = None
         return head
@@ -404,83 +389,59 @@ class _Pass:
         return out
 
     # ------------------------------------------------------------------ evict
-    def _irregular(self, c: int, b: int) -> list[_Node]:
-        """Nodes irregular at size ``c`` stamped at or above ``b`` (only those can count
-        there); drops those below its boundary for good (it only rises)."""
-        stamps, nodes = self.g_stamps[c], self.g_nodes[c]
-        low = bisect_left(stamps, self.b[c])
-        if low > 64:
-            del stamps[:low], nodes[:low]
-        i = bisect_left(stamps, b)
-        ghosts = self.ghosts
-        return [x for s, x in zip(stamps[i:], nodes[i:], strict=True)
-                if x.stamp == s and ghosts.get(x) == s]
-
-    def _excess(self, c: int, b: int, xs: list[_Node]) -> int:
-        """Tokens the Fenwick tree counts at or above ``b`` that size ``c`` does not hold
-        there (absent, or moved below ``b``); ``xs``: the irregular nodes that may count."""
+    def _drop(self, c: int, b: int, stop: int, room: int) -> int:
+        """Raise size ``c``'s boundary from ``b``, dropping what sits at each stamp there,
+        until at most ``room`` unpinned tokens stay (and at least to ``stop``); returns
+        the new boundary. A stamp's node sits there at size ``c`` unless it is pinned,
+        absent there (``allow``), or has moved on (a later stamp or another place)."""
         bit = 1 << c
-        e = 0
-        for x in xs:
-            if x.stamp >= b and not (x.allow & bit and self._pos(x, bit) >= b):
-                e += x.ntok
-        return e
+        held = self.held[c]
+        node_at = self.node_at
+        end = len(node_at)
+        while b < end and (held > room or b < stop):
+            x = node_at[b]
+            if not x.pins and x.allow & bit and (
+                    x.stamp == b if not x.alts else self._pos(x, bit) == b):
+                held -= x.ntok
+            b += 1
+        self.held[c] = held
+        return b
 
-    def _occupancy(self, c: int) -> int:
-        b = self.b[c]
-        return (self.fen.total - self.fen.prefix(b) - self._excess(c, b, self._irregular(c, b))
-                + self.pinned + self.extra[c])
-
-    def _lowest_fit(self, c: int, room: int) -> int:
-        """The lowest boundary, not below the current one, at which size ``c`` holds at
-        most ``room`` unpinned tokens. The excess is constant between its breakpoints."""
-        fen = self.fen
-        b0 = self.b[c]
+    def _glued_top(self, c: int, b: int) -> int:
+        """A merged cache node goes whole: if the last node size ``c`` dropped (at ``b - 1``)
+        is glued to its parent there, the boundary must pass the merged node's top.
+        Returns that boundary (``b`` if there is no merge), or -1 where the top is
+        pinned or below ``b - 1`` (the merged node straddles the eviction point)."""
         bit = 1 << c
-        xs = self._irregular(c, b0)
-        cuts = set()
-        for x in xs:
-            for q in (x.stamp + 1, self._pos(x, bit) + 1):
-                if q > b0:
-                    cuts.add(q)
-        lo = b0
-        for hi in [*sorted(cuts), 1 << 62]:
-            e = self._excess(c, lo, xs)
-            b = max(lo, fen.lower_bound(fen.total - room - e))
-            if b < hi:
-                return b
-            lo = hi
-        return lo  # (unreachable: the last segment is open)
+        e = self.node_at[b - 1]
+        if e.pins or not e.allow & bit or self._pos(e, bit) != b - 1 or not e.glue_up & bit:
+            return b
+        x = e
+        while x.glue_up & bit and x.parent is not None:
+            x = x.parent
+        top = self._pos(x, bit)
+        if x.pins or top < b - 1:
+            return -1
+        return top + 1
 
     def _evict(self, c: int) -> None:
-        """Size ``c`` after an arrival: evict (raise its boundary) until everything fits."""
-        C = self.sizes[c]
-        fen = self.fen
-        extra = self.extra[c]
-        if fen.total + self.pinned + extra <= C:  # (the excess is never negative)
-            return
-        occ = self._occupancy(c)
-        if occ <= C:
-            return
+        """Size ``c`` after an arrival, over its pool: evict (raise its boundary) until
+        everything fits."""
+        base = self.pinned + self.extra[c]
+        was = self.held[c]
         self.evict_calls[c] += 1
-        room = C - self.pinned - extra
+        room = self.sizes[c] - base
         if room < 0:
             self._mark(1 << c, "a request found no room (failed admission)")
             return
-        b = min(self._lowest_fit(c, room), len(self.node_at))
+        b = self._drop(c, self.b[c], 0, room)
+        if b > 0:
+            top = self._glued_top(c, b)
+            if top < 0:
+                self._mark(1 << c, "a merged cache node straddles its eviction point")
+            elif top > b:
+                b = self._drop(c, b, top, room)
         bit = 1 << c
-        if b > 0:  # a merged cache node goes whole: past its top
-            e = self.node_at[b - 1]
-            if e is not None and not e.pins and e.allow & bit and self._pos(e, bit) == b - 1 \
-                    and e.glue_up & bit:
-                x = e
-                while x.glue_up & bit and x.parent is not None:
-                    x = x.parent
-                top = self._pos(x, bit)
-                if x.pins or top < b - 1:
-                    self._mark(bit, "a merged cache node straddles its eviction point")
-                else:
-                    b = top + 1
         for x in self.loose:  # in this size's tree unlocked, kept by the model as pinned
             if x.allow & bit and x.stamp < b and x.pend is not None and x.pend[c]:
                 self._mark(bit, "an eviction reached pages another request's row also held")
@@ -488,21 +449,16 @@ class _Pass:
         self.neg_b[c] = -b
         if self.nested and ((c and self.b[c - 1] < b) or (c + 1 < self.K and b < self.b[c + 1])):
             self.nested = False
-        self.evicted[c] += occ - self._occupancy(c)
+        if not self.nested:
+            self._order = None
+        self.evicted[c] += was - self.held[c]
 
-    def _expire(self) -> None:
-        """Forget irregular nodes every size has evicted for good (below every boundary)."""
-        low = min(self.b)
-        ghosts = self.ghosts
-        for x in [x for x in ghosts if x.stamp < low and all(p < low for p, _ in x.alts)]:
-            del ghosts[x]
-            x.allow = self.full  # (evicted everywhere: where it may be cached no longer matters)
-            x.alts = ()
-        for c in range(self.K):  # drop the entries of nodes that moved on since
-            keep = [(s, x) for s, x in zip(self.g_stamps[c], self.g_nodes[c], strict=True)
-                    if x.stamp == s and ghosts.get(x) == s]
-            self.g_stamps[c] = [s for s, _ in keep]
-            self.g_nodes[c] = [x for _, x in keep]
+    def _evict_all(self) -> None:
+        """Every size over its pool evicts; the others cost one comparison each."""
+        pinned = self.pinned
+        for c, (h, ex, C) in enumerate(zip(self.held, self.extra, self.sizes, strict=True)):
+            if h + ex + pinned > C:
+                self._evict(c)
 
     # ------------------------------------------------------------------ requests
     def arrive(self, req: Request) -> list[int]:
@@ -516,8 +472,7 @@ class _Pass:
         if not n:
             self.flights[req.rid] = _Flight(0, rounded, [], [])
             self.pinned += rounded
-            for c in range(K):
-                self._evict(c)
+            self._evict_all()
             return [0] * K
         kv = prompt[:n].tobytes()
         path, off, tail, tail_was = self._walk(kv)
@@ -559,11 +514,7 @@ class _Pass:
         rest = rounded - matched
         self.flights[req.rid] = _Flight(matched, rest, [x.end for x in path], masks)
         self.pinned += rest
-        for c in range(K):
-            self._evict(c)
-        self.arrivals += 1
-        if not self.arrivals & 63:
-            self._expire()
+        self._evict_all()
         return hits
 
     def finish(self, req: Request) -> None:
