@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from radix_evict.cache.args import check_int
-from radix_evict.sim.curve.stack import StackPass, stack_pass
+from radix_evict.sim.curve.model import StackPass
+from radix_evict.sim.curve.stack import stack_pass
 from radix_evict.sim.replay import ReplayResult, replay
 from radix_evict.sim.workloads import Workload
 

@@ -45,57 +45,12 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from radix_evict.cache.tree import TOKEN_BYTES, common_prefix_len
+from radix_evict.sim.curve.model import Flight, Node, StackPass
 from radix_evict.sim.workloads import Request, Workload
-
-
-class _Node:
-    """A node of the model tree: a run of pages, its stamp, and its per-size state."""
-
-    __slots__ = ("allow", "alts", "children", "end", "glue_down", "glue_up", "key", "ntok",
-                 "parent", "pend", "pins", "stamp")
-
-    def __init__(self, parent: _Node | None, key: bytes, end: int, full: int) -> None:
-        self.parent = parent
-        self.key = key
-        self.ntok = len(key) // TOKEN_BYTES
-        self.end = end  # tokens from the root through this node
-        self.children: dict[bytes, _Node] = {}
-        self.stamp = -1
-        self.allow = full  # sizes where this node may be cached
-        self.pins = 0  # requests in flight that matched through it
-        self.glue_up = 0  # sizes where it is one cache node with its parent
-        self.glue_down = 0  # sizes where a child is one cache node with it
-        # (stamp, sizes): where it sits at sizes that a touch did not refresh
-        self.alts: tuple[tuple[int, int], ...] = ()
-        self.pend: list[int] | None = None  # per size: requests in flight with a row copy
-
-
-@dataclass
-class _Flight:
-    """A request between its arrival and its finish."""
-
-    matched: int  # tokens of its prompt the model tree held at arrival (pinned)
-    rest: int  # the rest of its row: rounded prompt + output tokens past ``matched``
-    ends: list[int]  # its path at arrival, root first: where each node ended
-    masks: list[int]  # ... and the sizes where it hit that node
-
-
-@dataclass
-class StackPass:
-    """What one pass found, per size (index into the sorted sizes)."""
-
-    sizes: list[int]
-    hits: npt.NDArray[np.int64]  # (requests, sizes): prompt tokens hit
-    prompts: npt.NDArray[np.int64]  # (requests,): prompt tokens
-    evicted: list[int]
-    evict_calls: list[int]
-    inexact: list[str | None]  # why the pass cannot stand for the per-size replay, or None
 
 
 class _Pass:
@@ -108,8 +63,8 @@ class _Pass:
         self.full = (1 << K) - 1
         self.P = page_size
         self.pb = page_size * TOKEN_BYTES
-        self.root = _Node(None, b"", 0, self.full)
-        self.node_at: list[_Node] = []  # the node each stamp was given to
+        self.root = Node(None, b"", 0, self.full)
+        self.node_at: list[Node] = []  # the node each stamp was given to
         self.held = [0] * K  # per size: unpinned tokens cached there (kept up to date)
         self.b = [0] * K  # every size's boundary: stamps below it are evicted
         self.neg_b = [0] * K  # -b, ascending while the sizes are nested (bisect)
@@ -120,8 +75,8 @@ class _Pass:
             self.neg_b, [self.full ^ ((1 << i) - 1) for i in range(K + 1)])
         self.pinned = 0  # tokens pinned by requests in flight: nodes and rows
         self.extra = [0] * K  # per size: tokens of row copies the model counts once
-        self.loose: dict[_Node, None] = {}  # pinned, yet in some size's tree unlocked
-        self.flights: dict[str, _Flight] = {}
+        self.loose: dict[Node, None] = {}  # pinned, yet in some size's tree unlocked
+        self.flights: dict[str, Flight] = {}
         self.evicted = [0] * K
         self.evict_calls = [0] * K
         self.inexact: list[str | None] = [None] * K
@@ -152,7 +107,7 @@ class _Pass:
         self._order = ([k for k, _ in pairs], above)
         return self._order
 
-    def _cached(self, x: _Node) -> int:
+    def _cached(self, x: Node) -> int:
         """The sizes at which ``x`` is cached now."""
         if x.pins:
             return x.allow
@@ -166,7 +121,7 @@ class _Pass:
         return x.allow & self._stamp_mask(x.stamp)
 
     @staticmethod
-    def _pos(x: _Node, bit: int) -> int:
+    def _pos(x: Node, bit: int) -> int:
         """Where ``x`` sits in the eviction order of the size ``bit``."""
         for pos, sizes in x.alts:
             if sizes & bit:
@@ -188,7 +143,7 @@ class _Pass:
             c += 1
 
     # ------------------------------------------------------------------ stamps
-    def _restamp(self, x: _Node, allow: int, alts: tuple[tuple[int, int], ...] = ()) -> None:
+    def _restamp(self, x: Node, allow: int, alts: tuple[tuple[int, int], ...] = ()) -> None:
         """Touch ``x``: the next stamp, where it may be cached from now on, and where it
         keeps an old place (``alts``: only for an unpinned node)."""
         s = len(self.node_at)
@@ -207,7 +162,7 @@ class _Pass:
         # (the new stamp is at or above every boundary: cached wherever allowed)
         self._shift(self.held, x.ntok, before, self._cached(x) if alts else allow)
 
-    def _refresh_at(self, x: _Node, sizes: int) -> None:
+    def _refresh_at(self, x: Node, sizes: int) -> None:
         """Touch unpinned ``x`` only at ``sizes``: where else it is cached it keeps its place
         (in ``alts``); where it is not cached it stays absent."""
         cached = self._cached(x)
@@ -225,7 +180,7 @@ class _Pass:
             alts.append((x.stamp, stay & ~moved))
         self._restamp(x, cached, tuple(alts))
 
-    def _extra(self, x: _Node, sign: int) -> None:
+    def _extra(self, x: Node, sign: int) -> None:
         """Add (or take back) pinned ``x``'s row copies beyond the one the model counts:
         at each size, [in the tree there] + requests holding a copy - 1. Only when
         ``pend`` comes and goes: changes in between go through ``_shift``."""
@@ -239,7 +194,7 @@ class _Pass:
             if k:
                 ex[c] += w * k
 
-    def _pin(self, x: _Node, miss: int) -> None:
+    def _pin(self, x: Node, miss: int) -> None:
         """Request pins ``x``; at sizes ``miss`` it missed it and holds a copy in its row."""
         if not x.pins:
             self._shift(self.held, x.ntok, self._cached(x), 0)
@@ -259,7 +214,7 @@ class _Pass:
                 miss >>= 1
                 c += 1
 
-    def _unpin(self, x: _Node, miss: int) -> None:
+    def _unpin(self, x: Node, miss: int) -> None:
         """The request that pinned ``x`` (missing it at ``miss``) inserted it."""
         pend = x.pend
         if pend is not None and miss:
@@ -283,7 +238,7 @@ class _Pass:
             self.loose[x] = None  # in the tree where inserted, other rows still hold it
 
     # ------------------------------------------------------------------ tree
-    def _split(self, x: _Node, m: int) -> _Node:
+    def _split(self, x: Node, m: int) -> Node:
         """Split ``x`` after ``m`` bytes; the new head is returned, ``x`` keeps the tail.
 
         Like the cache's split: the head inherits pins, where it may be cached
@@ -293,7 +248,7 @@ class _Pass:
         """
         parent = x.parent
         assert parent is not None
-        head = _Node(parent, x.key[:m], x.end - x.ntok + m // TOKEN_BYTES, self.full)
+        head = Node(parent, x.key[:m], x.end - x.ntok + m // TOKEN_BYTES, self.full)
         head.pins = x.pins
         head.allow = x.allow
         head.glue_up = x.glue_up
@@ -311,7 +266,7 @@ class _Pass:
             self.loose[head] = None
         return head
 
-    def _chain(self, y: _Node, bits: int) -> list[tuple[_Node, int]]:
+    def _chain(self, y: Node, bits: int) -> list[tuple[Node, int]]:
         """``y`` and the nodes glued below it, each with the sizes (of ``bits``) where it is
         one cache node with ``y``; deepest last."""
         chain = [(y, bits)]
@@ -328,7 +283,7 @@ class _Pass:
             y = nxt
         return chain
 
-    def _cut(self, x: _Node, sizes: int, refresh: list[tuple[_Node, int]]) -> None:
+    def _cut(self, x: Node, sizes: int, refresh: list[tuple[Node, int]]) -> None:
         """At ``sizes`` a touch ends at ``x`` while the cache there may hold ``x`` and a
         child as one node: it splits that node there, and refreshes the tail it splits
         off. Unglue them and queue the tail's nodes to be touched at those sizes.
@@ -345,7 +300,7 @@ class _Pass:
             down |= y.glue_up
         x.glue_down = down
 
-    def _refresh(self, nodes: list[tuple[_Node, int]]) -> None:
+    def _refresh(self, nodes: list[tuple[Node, int]]) -> None:
         """Touch split-off chains at the sizes that split them (deepest first)."""
         for y, sizes in nodes:
             if y.pins:
@@ -353,13 +308,13 @@ class _Pass:
             else:
                 self._refresh_at(y, sizes)
 
-    def _walk(self, kv: bytes) -> tuple[list[_Node], int, _Node | None, int]:
+    def _walk(self, kv: bytes) -> tuple[list[Node], int, Node | None, int]:
         """The model path of key bytes ``kv``: (nodes, bytes matched, split-off tail, the
         split node's cached sizes before the split)."""
         pb = self.pb
         nb = len(kv)
         node = self.root
-        path: list[_Node] = []
+        path: list[Node] = []
         off = 0
         while off < nb:
             child = node.children.get(kv[off : off + pb])
@@ -470,7 +425,7 @@ class _Pass:
         rounded = -(-(plen + len(req.output)) // P) * P
         K = self.K
         if not n:
-            self.flights[req.rid] = _Flight(0, rounded, [], [])
+            self.flights[req.rid] = Flight(0, rounded, [], [])
             self.pinned += rounded
             self._evict_all()
             return [0] * K
@@ -480,7 +435,7 @@ class _Pass:
         if tail is not None:
             masks[-1] &= tail_was
         hits = [0] * K
-        refresh: list[tuple[_Node, int]] = []
+        refresh: list[tuple[Node, int]] = []
         # Where the match ends at each size, and what the cache there would do that the
         # model tree cannot: split one of its merged nodes, hold a second row copy.
         nxt = 0
@@ -512,7 +467,7 @@ class _Pass:
             self._pin(x, full & ~masks[j])
         matched = off // TOKEN_BYTES
         rest = rounded - matched
-        self.flights[req.rid] = _Flight(matched, rest, [x.end for x in path], masks)
+        self.flights[req.rid] = Flight(matched, rest, [x.end for x in path], masks)
         self.pinned += rest
         self._evict_all()
         return hits
@@ -534,7 +489,7 @@ class _Pass:
             masks[-1] &= tail_was
         # Where each size's cached prefix ends, its insert starts a new leaf: it splits
         # a merged node there if one runs on past that point.
-        refresh: list[tuple[_Node, int]] = []
+        refresh: list[tuple[Node, int]] = []
         nxt = 0
         for j in range(len(path) - 1, -1, -1):
             x, m = path[j], masks[j]
@@ -547,7 +502,7 @@ class _Pass:
             refresh.extend(reversed(self._chain(tail, bits)[1:]))
         if off < len(kv):
             parent = path[-1] if path else self.root
-            leaf = _Node(parent, kv[off:], L, self.full)
+            leaf = Node(parent, kv[off:], L, self.full)
             parent.children[kv[off : off + self.pb]] = leaf
             path.append(leaf)
             masks.append(0)
