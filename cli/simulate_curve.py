@@ -99,7 +99,8 @@ def run_pool_curve(wl: Workload, sizes: Sequence[int], *, page_size: int, seed: 
                    oracle: bool, json_out: bool, plot: OutputFile | None, progress: bool,
                    jobs: int | None) -> None:
     """The curve (and the references), then the table or the JSON, and the plot."""
-    output.note(f"workload {wl.name} (seed {wl.seed}): {wl.num_requests:,} requests; lru at "
+    seeded = "" if wl.seed is None else f" (seed {wl.seed})"
+    output.note(f"workload {wl.name}{seeded}: {wl.num_requests:,} requests; lru at "
                 f"{len(set(sizes))} pool sizes from one replay (page {page_size})")
     if oracle:
         output.note(f"oracle: one Belady replay per pool size ({len(set(sizes))} replays; "
