@@ -74,7 +74,8 @@ def _timed(plan_args: Any, executor: Executor, workloads: Any
     """(wall s, CPU s of the worker processes it forked, rows)."""
     plan = plan_sweep(make_grid(plan_args))
     cpu0, t0 = _children_cpu(), time.perf_counter()
-    out = run_sweep(plan, executor, workloads=workloads)
+    # every cell its own task (no lru pool-curve groups): this bench times executors per cell
+    out = run_sweep(plan, executor, workloads=workloads, curve=False)
     wall, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
     if out.failed:
         raise SystemExit(f"cells failed: {[r['error'] for r in out.failed]}")
