@@ -1,4 +1,9 @@
-"""The one seam between the cache and the registry: a policy name becomes a policy object.
+"""The one documented helper that turns a policy name into a policy object for the cache.
+
+The spec (``shared/spec/api.md``) binds ``RadixCache(pool, policy="lru",
+policy_config=...)``, so the cache keeps taking a name; this module is the
+only way a name becomes a policy object there. Everything above the cache
+hands it a validated config (``sim.configs.PolicyRun``) or a built policy.
 
 ``RadixCache(pool, policy="lru")`` takes a name, but the cache must not load the
 registry (pluggy, every plugin's entry point) to be imported: it calls
@@ -14,9 +19,12 @@ installed, no registry has loaded, so nothing registered it and it has no origin
 from __future__ import annotations
 
 import importlib
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from radix_evict.policies.contract import EvictionPolicy
+
+if TYPE_CHECKING:  # the arrow import-linter and the docs' graph see; loaded at call time
+    from radix_evict.policies import registry as _registry  # noqa: F401
 
 __all__ = ["PolicyResolver", "install", "policy_by_name", "policy_origin"]
 

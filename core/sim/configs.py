@@ -1,5 +1,11 @@
 """Which config a simulated run uses: given (validated once), derived from the workload, or none.
 
+:class:`PolicyRun` is the one type a (policy, config) travels in, from the
+command line (or the library's caller) down to the replay: the policy's
+registered name, its validated config and its label, parsed once when it is
+built. :meth:`PolicyRun.on` gives what one run uses on one workload
+(:class:`RunConfig`: the given config, the workload's derived one, or none).
+
 A config given as a dict or JSON string becomes its policy's validated,
 frozen config object once, before any replay starts; that object is what the
 cache is built with, in this process or in a forked worker. A policy given no
@@ -45,6 +51,42 @@ class RunConfig:
     def as_dict(self) -> dict[str, Any] | None:
         """What results report as ``policy_config`` (None: the policy ran without one)."""
         return None if self.config is None else config_dict(self.config)
+
+
+@dataclass(frozen=True)
+class PolicyRun:
+    """One policy to replay, parsed once: its registered name, validated config and label.
+
+    ``config`` is the policy's validated, frozen config object (one object
+    serves every replay and worker); a dict or JSON string given here is
+    validated when the run is built (PolicyConfigError names every problem),
+    so nothing below checks it again. None: derived from each workload where
+    the policy's spec derives one (:meth:`on`), else the policy's defaults.
+    ``label`` names the run in tables (default: the policy's name).
+    """
+
+    policy: str
+    config: PolicyConfig | None = None
+    label: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.config is not None and not isinstance(self.config, PolicyConfig):
+            given: ConfigInput = self.config
+            object.__setattr__(self, "config", registry.parse_config(self.policy, given))
+
+    @classmethod
+    def parse(cls, policy: str, config: ConfigInput = None, label: str | None = None
+              ) -> PolicyRun:
+        """A run from a config in any accepted form (dict, JSON string, config object)."""
+        return cls(policy, config, label)  # type: ignore[arg-type]  # __post_init__ validates
+
+    @property
+    def name(self) -> str:
+        return self.label or self.policy
+
+    def on(self, workload: Workload) -> RunConfig:
+        """The config this run uses on ``workload``: its own, the derived one, or none."""
+        return resolve_config(workload, self.policy, self.config)
 
 
 _derived: weakref.WeakKeyDictionary[Workload, dict[str, RunConfig]] = weakref.WeakKeyDictionary()

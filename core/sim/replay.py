@@ -37,7 +37,7 @@ from radix_evict.cache.radix_cache import RadixCache
 from radix_evict.errors import RadixEvictError
 from radix_evict.policies.config import ConfigInput
 from radix_evict.policies.contract import DEFAULT_POLICY, EvictionPolicy
-from radix_evict.sim.configs import NONE, RunConfig, describe_workload, resolve_config
+from radix_evict.sim.configs import NONE, PolicyRun, RunConfig, describe_workload, resolve_config
 from radix_evict.sim.results import (
     HostFigures,
     MatrixResult,
@@ -98,7 +98,7 @@ class _Setup:
     page_size: int
 
 
-def _set_up(workload: Workload, policy: str | EvictionPolicy, policy_config: Any,
+def _set_up(workload: Workload, policy: str | PolicyRun | EvictionPolicy, policy_config: Any,
             pool_tokens: int | None, page_size: int,
             host: HostTierSpec | None = None, device: str = "cpu") -> _Setup:
     """Round the pool to whole pages, resolve the config, build the pool and the cache.
@@ -110,6 +110,11 @@ def _set_up(workload: Workload, policy: str | EvictionPolicy, policy_config: Any
     pool_size = requested // P * P
     if pool_size <= 0:
         raise ValueError(f"pool of {requested} tokens holds no whole page of {P}")
+    if isinstance(policy, PolicyRun):  # parsed once: its config needs no second check
+        run = policy
+        policy = run.policy
+        if not isinstance(policy_config, RunConfig):
+            policy_config = run.on(workload)
     name = policy if isinstance(policy, str) else policy.name
     if isinstance(policy_config, RunConfig):
         run_config = policy_config
@@ -292,7 +297,7 @@ def _result(workload: Workload, s: _Setup, tally: Tally, times: tuple[float, flo
 
 def replay(
     workload: Workload,
-    policy: str | EvictionPolicy = DEFAULT_POLICY,
+    policy: str | PolicyRun | EvictionPolicy = DEFAULT_POLICY,
     policy_config: ConfigInput | RunConfig = None,
     *,
     pool_tokens: int | None = None,
@@ -313,8 +318,11 @@ def replay(
     ``pool_tokens`` defaults to the workload's ``default_pool_tokens`` and is
     rounded down to whole pages. ``progress(done, total)`` is called about
     200 times (arrivals done / arrivals in the workload), and once at the end.
-    ``policy`` is a registered name or a policy object (the oracle's way in:
-    it is no registered policy). ``policy_config`` is a validated config
+    ``policy`` is a :class:`~radix_evict.sim.configs.PolicyRun` (its config
+    validated when it was built, its label the result's; ``policy_config`` then
+    only a :class:`RunConfig` already resolved for this workload, or None), a
+    registered name, or a policy object (the oracle's way in: it is no
+    registered policy). With a name, ``policy_config`` is a validated config
     object, a dict or JSON string (validated here), a :class:`RunConfig`
     already resolved, or None (see :func:`radix_evict.sim.configs.resolve_config`).
     ``workload_info`` is the workload's ``describe()`` (as JSON types) when the
@@ -331,6 +339,8 @@ def replay(
     Raises ReplayError if, after the replay, a lock is still held or the pool
     and the tree do not account for every slot.
     """
+    if isinstance(policy, PolicyRun) and label is None:
+        label = policy.name
     s = _set_up(workload, policy, policy_config, pool_tokens, page_size, host, device)
     tally = Tally(workload.num_requests, timeline_points, keep_requests)
     if timing is not None:

@@ -11,13 +11,12 @@ derived config objects), and runs one job per (workload, run) on
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.policies.contract import PolicyConfig
 from radix_evict.policies.registry import registry
-from radix_evict.sim.configs import RunConfig, config_dict, describe_workload, resolve_config
+from radix_evict.sim.configs import PolicyRun, RunConfig, config_dict, describe_workload
 from radix_evict.sim.failures import RunFailure, guarded
 from radix_evict.sim.parallel import ProgressFn, run_jobs
 from radix_evict.sim.replay import TIMELINE_POINTS, replay
@@ -31,47 +30,23 @@ T = TypeVar("T")
 ReplayFn = Callable[[Workload, "PolicyRun", RunConfig, "ProgressFn | None"], T]
 
 
-@dataclass(frozen=True)
-class PolicyRun:
-    """One policy and config to replay; ``label`` names it in tables.
-
-    ``config`` is best the policy's validated config object (frozen, so one
-    object serves every replay and worker); :func:`as_runs` turns a dict or
-    JSON string into one. None: derived from each workload, or the defaults.
-    """
-
-    policy: str
-    config: PolicyConfig | Mapping[str, Any] | str | None = None
-    label: str | None = None
-
-    @property
-    def name(self) -> str:
-        return self.label or self.policy
-
-
-
 RunSpec = str | PolicyRun | tuple[str, PolicyConfig | Mapping[str, Any] | str | None]
 
 
 def as_runs(policies: Iterable[RunSpec]) -> list[PolicyRun]:
-    """Normalise names, (name, config) pairs and PolicyRuns; make labels unique.
+    """Names, (name, config) pairs and PolicyRuns as PolicyRuns with unique labels.
 
-    Each config is validated here, once, into its policy's config object
-    (raises PolicyConfigError for a bad one); the replays share that object.
+    A PolicyRun is already validated (it is parsed when built) and passes as
+    it is; a name or a pair becomes one here (PolicyConfigError for a bad
+    config). Repeats of one policy are labelled by their configs; two runs
+    with one label raise ValueError.
     """
-    runs: list[PolicyRun] = []
-    for p in policies:
-        if isinstance(p, str):
-            p = PolicyRun(p)
-        elif not isinstance(p, PolicyRun):
-            p = PolicyRun(*p)
-        if p.config is not None and not isinstance(p.config, PolicyConfig):
-            p = PolicyRun(p.policy, registry.parse_config(p.policy, p.config), p.label)
-        runs.append(p)
+    runs = [p if isinstance(p, PolicyRun) else PolicyRun(p) if isinstance(p, str)
+            else PolicyRun.parse(*p) for p in policies]
     names = [r.name for r in runs]
     out = []
     for r in runs:
-        if r.label is None and names.count(r.name) > 1 and isinstance(r.config, PolicyConfig):
+        if r.label is None and names.count(r.name) > 1 and r.config is not None:
             keys = ",".join(f"{k}={v}" for k, v in sorted(config_dict(r.config).items()))
             r = PolicyRun(r.policy, r.config, f"{r.policy}[{keys}]")
         out.append(r)
@@ -99,7 +74,7 @@ def run_replays(
     """
 
     def job(w: Workload, run: PolicyRun) -> Callable[[ProgressFn | None], T]:
-        resolved = resolve_config(w, run.policy, run.config)
+        resolved = run.on(w)
         return lambda report: replay_fn(w, run, resolved, report)
 
     jobs: list[Callable[[ProgressFn | None], Any]] = [job(w, run) for w, run in pairs]
@@ -118,8 +93,8 @@ def _token_replay(pool_tokens: int | None, page_size: int, timeline_points: int,
 
     def run(w: Workload, r: PolicyRun, resolved: RunConfig,
             progress: ProgressFn | None) -> ReplayResult:
-        return replay(w, r.policy, resolved, pool_tokens=pool_tokens, page_size=page_size,
-                      progress=progress, timeline_points=timeline_points, label=r.name,
+        return replay(w, r, resolved, pool_tokens=pool_tokens, page_size=page_size,
+                      progress=progress, timeline_points=timeline_points,
                       workload_info=infos[id(w)], timing=timing, host=host)
 
     return run
