@@ -15,11 +15,10 @@ With ``--timing`` every cell runs the timed replay, and ``--max-running``,
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
@@ -39,58 +38,24 @@ from radix_evict.sim.sweep import (
     run_sweep,
 )
 from radix_evict.sim.sweep.grid import Grid
-from radix_evict.sim.sweep.run import MAX_CELLS, SweepSizeError
+from radix_evict.sim.sweep.report import SweepReport, failed_cell_text, sweep_report
+from radix_evict.sim.sweep.run import SweepSizeError
 from radix_evict.sim.sweep.sources import WorkloadKey, build_workloads
 from radix_evict.sim.sweep.store import ResultFileError
-from radix_evict.sim.sweep.summary import (
-    best_configs,
-    curves,
-    host_curves,
-    host_point_label,
-    point_ceilings,
-    point_label,
-    summary_dict,
-    workload_label,
-)
 from radix_evict.sim.timed.cost import CostModel
-from radix_evict.sim.winner import OBJECTIVE_RULES, ObjectiveError
+from radix_evict.sim.winner import ObjectiveError
 from radix_evict.sim.workloads import Workload
 
 from . import output
+from .command import options_command
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError, mark_json
 from .options import problems_code
 from .preflight import check_plot, check_pool, check_workload_pools
-from .simulate_options import (
-    ChunkedPrefillOpt,
-    ConcurrencyOpt,
-    SloTpotOpt,
-    SloTtftOpt,
-    TimeScaleOpt,
-)
-from .sweep_grid import parts_from_options
-from .sweep_host import (
-    HicacheRatioOpt,
-    HostConfigOpt,
-    HostPolicyOpt,
-    HostTokensOpt,
-    WritePolicyOpt,
-    WriteThresholdOpt,
-    check_host,
-    host_options,
-)
+from .sweep_host import check_host
+from .sweep_options import DEFAULT_OBJECTIVE, PANELS, SweepOptions, grid_parts
 from .sweep_report import best_table, curve_table, host_curve_table, rows_table
-from .sweep_timing import (
-    DEFAULT_OBJECTIVE,
-    CostModelOpt,
-    MaxRunningOpt,
-    ObjectiveOpt,
-    RateOpt,
-    TimingOpt,
-    check_timed_cells,
-    check_timing,
-    timing_options,
-)
-from .writes import ForceOpt, at_files, cost_model_files, path_inputs
+from .sweep_timing import check_timed_cells, check_timing
+from .writes import at_files, cost_model_files, path_inputs
 
 EXIT_CELLS_FAILED = 3  # the sweep ran, but some cells failed (their rows say why)
 
@@ -163,44 +128,27 @@ def _where(ray: str | None, jobs: int | None, todo: int) -> str:
     return f"{n} local worker process{'es' * (n != 1)}"
 
 
-def _report(plan: SweepPlan, outcome: SweepOutcome, wall: float, *, json_out: bool,
-            out: Path | None, objective: str) -> None:
-    rows = outcome.rows
+def _report(plan: SweepPlan, outcome: SweepOutcome, wall: float, opts: SweepOptions,
+            objective: str) -> SweepReport:
+    """The tables (or --json), then the plot: the rows read by core's sweep_report."""
     try:
-        summary = summary_dict(rows, objective)
-        best = best_configs(rows, objective)
-        cs = curves(rows, objective)
+        report = sweep_report(outcome.rows, objective)
     except ObjectiveError as exc:  # the checks before the run make this rare
         raise CliError(str(exc), EXIT_USAGE) from None
-    if json_out:
-        data: dict[str, Any] = {
-            "cells": len(plan.cells), "ran": outcome.ran, "kept": len(plan.kept),
-            "failed": len(outcome.failed), "interrupted": outcome.interrupted,
-            "rows": rows, "summary": summary, "wall_s": wall,
-        }
-        if plan.timed:
-            data.update({"objective": objective, "objective_rule": OBJECTIVE_RULES[objective]})
-        output.emit_json(data)
-        return
-    con = output.stdout()
-    if out is None or len(rows) <= 60:
-        con.print(rows_table(rows, f"sweep: {len(rows)} of {len(plan.cells)} cells"))
-    if best:
-        con.print(best_table(best, objective))
-        tops = point_ceilings(rows)
-        groups = dict.fromkeys((workload_label(r), point_label(r), host_point_label(r))
-                               for r in rows if r.get("policy") != "ceiling")
-        for workload, point, host in groups:
-            if any(c.workload == workload and c.point == point and c.host == host
-                   and len(c.points) > 1 for c in cs):
-                con.print(curve_table(cs, workload, tops.get((workload, point)), point, host))
-        tiers = host_curves(rows, objective)
-        panels = dict.fromkeys((c.workload, c.point, c.pool_tokens, c.page_size) for c in tiers)
-        for workload, point, pool, page in panels:
-            mine = [c for c in tiers if (c.workload, c.point, c.pool_tokens, c.page_size)
-                    == (workload, point, pool, page)]
-            if any(len(c.points) > 1 for c in mine):
-                con.print(host_curve_table(mine, tops.get((workload, point))))
+    rows = report.rows
+    if opts.json_out:
+        output.emit_json(report.to_dict(plan, outcome, wall))
+    else:
+        con = output.stdout()
+        if opts.out is None or len(rows) <= 60:
+            con.print(rows_table(rows, f"sweep: {len(rows)} of {len(plan.cells)} cells"))
+        if report.best:
+            con.print(best_table(report.best, objective))
+            for p in report.curve_panels():
+                con.print(curve_table(report.curves, p.workload, p.ceiling, p.point, p.host))
+            for h in report.host_panels():
+                con.print(host_curve_table(h.curves, h.ceiling))
+    return report
 
 
 def _list_cells(plan: SweepPlan, json_out: bool) -> None:
@@ -214,99 +162,8 @@ def _list_cells(plan: SweepPlan, json_out: bool) -> None:
     output.stdout().print("\n".join(lines), markup=False, highlight=False)
 
 
-GridFileOpt = Annotated[Path | None, typer.Option(
-    "--grid", help="Grid file (.yaml, .yml or .toml) with the axes below as keys; options "
-                   "given here replace the file's.")]
-PolicyOpt = Annotated[list[str] | None, typer.Option(
-    "--policy", "-p", help="Policy (repeatable or A,B): one of {choices}. Default: the "
-                           "policies named by -g, else the five public ones.")]
-VaryOpt = Annotated[list[str] | None, typer.Option(
-    "--vary", "-g", help="POLICY.KEY=V1,V2,... (repeatable): values to try for one config "
-                         "key; ranges 512..4096*2 (x2) or 1..9+2 (+2).")]
-PoolOpt = Annotated[list[str] | None, typer.Option(
-    "--pool-tokens", help="Pool sizes in tokens: N1,N2,... with K/M/G suffixes (1M = "
-                          "1,000,000) or a range 1M..16M*2. Default: each workload's own.")]
-PageOpt = Annotated[list[str] | None, typer.Option(
-    "--page-size", help="Page sizes in tokens: N1,N2,... (default 1).")]
-WorkloadOpt = Annotated[list[str] | None, typer.Option(
-    "--workload", "-w", help="Built-in workload (repeatable or A,B). Default: chat, unless "
-                             "--trace is given.")]
-TraceOpt = Annotated[list[Path] | None, typer.Option(
-    "--trace", help="Mooncake JSONL trace (repeatable); read once, shared by its cells.")]
-ParamOpt = Annotated[list[str] | None, typer.Option(
-    "--param", "-P", help="Workload parameter KEY=VALUE (every workload that has KEY), "
-                          "WORKLOAD.KEY=VALUE, or trace.KEY=VALUE (e.g. trace.limit=2000).")]
-SeedsOpt = Annotated[list[str] | None, typer.Option(
-    "--seeds", help="Workload seeds S1,S2,... (default 0); a trace is the same for every "
-                    "seed and runs once.")]
-OutOpt = Annotated[Path | None, typer.Option(
-    "--out", "-o", help="Result file (.jsonl, .csv, or .parquet with pyarrow), written as "
-                        "cells finish; a rerun skips the cells already in it.")]
-RayOpt = Annotated[str | None, typer.Option(
-    "--ray", help="Run each cell as a Ray task: 'auto' (this machine's cluster or "
-                  "RAY_ADDRESS), HOST:PORT, ray://HOST:PORT, or 'local' (a private Ray "
-                  "here). Needs radix-evict[ray].")]
-JobsOpt = Annotated[int | None, typer.Option(
-    "--jobs", "-j", min=1, help="Local worker processes (default: every usable core).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print rows and summary as JSON.")]
-PlotOpt = Annotated[Path | None, typer.Option(
-    "--plot", help="Write the hit-rate curves (PNG, SVG or PDF); with a host tier, hit rate "
-                   "(and p99 TTFT, timed) over host size.")]
-OracleOpt = Annotated[bool, typer.Option(
-    "--oracle", help="Also replay Belady's offline oracle at every pool size and the "
-                     "infinite-pool ceiling: reference lines for the curves, not policies.")]
-HiddenOpt = Annotated[bool, typer.Option(
-    "--hidden", help="Also accept hidden policies (registered, not --policy choices: the "
-                     "baselines fifo, mru, filo) in --policy and -g.")]
-DryOpt = Annotated[bool, typer.Option(
-    "--dry-run", help="Check the grid and list its cells; replay nothing, change no file.")]
-MaxCellsOpt = Annotated[int, typer.Option(
-    "--max-cells", min=1, help=f"Refuse a grid of more cells than this (default "
-                               f"{MAX_CELLS:,}); raise it for a larger sweep.")]
-ProgressOpt = Annotated[bool, typer.Option(
-    "--progress/--no-progress", help="Progress bar on a terminal.")]
-# The timed replay's options: cli/sweep_timing.py (the axes), simulate's (the rest).
-
-
-def sweep(
-    ctx: typer.Context,
-    grid_file: GridFileOpt = None,
-    policy: PolicyOpt = None,
-    vary: VaryOpt = None,
-    pool_tokens: PoolOpt = None,
-    page_size: PageOpt = None,
-    workload: WorkloadOpt = None,
-    trace: TraceOpt = None,
-    param: ParamOpt = None,
-    seeds: SeedsOpt = None,
-    out: OutOpt = None,
-    ray: RayOpt = None,
-    jobs: JobsOpt = None,
-    json_out: JsonOpt = False,
-    plot: PlotOpt = None,
-    force: ForceOpt = False,
-    oracle: OracleOpt = False,
-    hidden: HiddenOpt = False,
-    dry_run: DryOpt = False,
-    progress: ProgressOpt = True,
-    max_cells: MaxCellsOpt = MAX_CELLS,
-    timing: TimingOpt = False,
-    max_running: MaxRunningOpt = None,
-    rate: RateOpt = None,
-    cost_model: CostModelOpt = None,
-    concurrency: ConcurrencyOpt = None,
-    time_scale: TimeScaleOpt = None,
-    slo_ttft: SloTtftOpt = None,
-    slo_tpot: SloTpotOpt = None,
-    chunked_prefill_size: ChunkedPrefillOpt = None,
-    objective: ObjectiveOpt = None,
-    host_tokens: HostTokensOpt = None,
-    hicache_ratio: HicacheRatioOpt = None,
-    write_policy: WritePolicyOpt = None,
-    host_policy: HostPolicyOpt = None,
-    write_threshold: WriteThresholdOpt = None,
-    host_config: HostConfigOpt = None,
-) -> None:
+@options_command(SweepOptions, PANELS)
+def sweep(ctx: typer.Context, opts: SweepOptions) -> None:
     """Sweep a grid of policy x config x pool size x workload x seed; one row per cell.
 
     With --timing, each cell runs the timed replay (TTFT, SLOs under load) and
@@ -318,25 +175,15 @@ def sweep(
     environment error, 3 some cells failed (their rows say why), 130 stopped
     by Ctrl-C (finished cells are kept in --out; rerun to resume).
     """
-    mark_json(ctx.obj, json_out)
-    plot_out = check_plot(plot, force=force)
-    parts = parts_from_options(
-        policies=policy or [], vary=vary or [], pool_tokens=pool_tokens or [],
-        page_sizes=page_size or [], workloads=workload or [], traces=trace or [],
-        params=param or [], seeds=seeds or [], oracle=oracle, hidden=hidden)
-    parts = dataclasses.replace(parts, **timing_options(
-        timing=timing, max_running=max_running or [], rate=rate or [],
-        cost_model=cost_model or [], concurrency=concurrency, time_scale=time_scale,
-        slo_ttft=slo_ttft, slo_tpot=slo_tpot, chunked_prefill_size=chunked_prefill_size,
-        objective=objective))
-    parts = dataclasses.replace(parts, **host_options(
-        host_tokens=host_tokens or [], hicache_ratio=hicache_ratio or [],
-        write_policy=write_policy or [], host_policy=host_policy or [],
-        write_threshold=write_threshold, host_config=host_config or []))
-    plan, objective = _plan(parts, grid_file, out, dry_run=dry_run, max_cells=max_cells,
-                            reads=at_files("--host-config", host_config or []))
+    mark_json(ctx.obj, opts.json_out)
+    out, dry_run = opts.out, opts.dry_run
+    plot_out = check_plot(opts.plot, force=opts.force)
+    plan, objective = _plan(grid_parts(opts), opts.grid_file, out, dry_run=dry_run,
+                            max_cells=opts.max_cells,
+                            reads=at_files("--host-config", opts.host_config or []))
     plot_out = None if plot_out is None else plot_out.reading(plan.inputs)
     wls = _workloads(plan)  # a missing or bad trace fails now, dry run or not
+    ray, jobs = opts.ray, opts.jobs
     executor = ray_executor(ray) if ray is not None and plan.todo and not dry_run \
         else local_executor(jobs)
     kept = f"; {len(plan.kept):,} already in {out}" if plan.kept else ""
@@ -345,32 +192,26 @@ def sweep(
                    else ""))
     _notes(plan, out, dry_run)
     if dry_run:
-        _list_cells(plan, json_out)
+        _list_cells(plan, opts.json_out)
         return
 
     def on_row(row: dict[str, Any]) -> None:
         if row.get("status") != "ok":
-            point = ", ".join(x for x in (point_label(row), host_point_label(row)) if x)
-            at = f" ({point})" if point else ""
-            output.note(f"cell failed: {row['policy']} {row.get('config') or ''} "
-                        f"pool {row.get('pool_tokens')} {row['workload']}{at}: "
-                        f"{row.get('error')}")
+            output.note(failed_cell_text(row))
 
     t0 = time.perf_counter()
-    with output.progress_bar("sweep", enabled=progress) as bar:
+    with output.progress_bar("sweep", enabled=opts.progress) as bar:
         outcome = run_sweep(plan, executor, progress=bar, on_row=on_row, workloads=wls)
     wall = time.perf_counter() - t0
-    _report(plan, outcome, wall, json_out=json_out, out=out, objective=objective)
+    report = _report(plan, outcome, wall, opts, objective)
     if plot_out is not None and outcome.rows:
         from .sweep_plot import HOST_TITLE, TITLE, plot_curves, plot_host_curves
 
-        tiers = host_curves(outcome.rows, objective)
-        if tiers:  # a host tier's sweep: hit rate (p99 TTFT) over host size
-            plot_host_curves(plot_out, tiers, HOST_TITLE, point_ceilings(outcome.rows))
+        if report.host_curves:  # a host tier's sweep: hit rate (p99 TTFT) over host size
+            plot_host_curves(plot_out, report.host_curves, HOST_TITLE, report.ceilings)
         else:
-            plot_curves(plot_out, curves(outcome.rows, objective), TITLE,
-                        point_ceilings(outcome.rows))
-        output.note(f"wrote plot {plot}")
+            plot_curves(plot_out, report.curves, TITLE, report.ceilings)
+        output.note(f"wrote plot {opts.plot}")
     saved = f"; rows in {out}" if out is not None else ""
     output.note(f"wall time {wall:.2f} s for {outcome.ran} cells{saved}")
     if outcome.interrupted:

@@ -1,8 +1,6 @@
 """``sweep --timing``: the timed replay's axes and options, checked as ``simulate`` checks them.
 
-``--max-running``, ``--rate`` and ``--cost-model`` take lists (grid axes);
-``--concurrency``, ``--time-scale``, ``--slo-ttft``, ``--slo-tpot`` and
-``--chunked-prefill-size`` one value for every cell. Each value goes through
+Each value (cli/sweep_options.py reads them) goes through
 ``simulate``'s own checks (:func:`~radix_evict.cli.simulate_timing.build_timing`),
 so a value ``simulate --timing`` refuses is refused here with the same
 message and exit code; the grid (core's ``make_grid``) then builds the cells.
@@ -10,82 +8,15 @@ message and exit code; the grid (core's ``make_grid``) then builds the cells.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-
-from radix_evict.sim.sweep import GridParts, SweepValueError
+from radix_evict.sim.sweep import GridParts
 from radix_evict.sim.sweep.grid import Grid
-from radix_evict.sim.sweep.values import parse_numbers, split_top_level
 from radix_evict.sim.timed.limits import TimedInputError, check_chunk
 
 from .errors import EXIT_USAGE, CliError
 from .simulate_timing import build_timing
-from .sweep_grid import count_values
-
-TimingOpt = Annotated[bool, typer.Option(
-    "--timing",
-    help="Replay every cell through a continuous-batching server in virtual time (as "
-         "simulate --timing): rows add TTFT, queueing, TPOT, end-to-end latency, SLO "
-         "attainment, goodput; adds the axes --max-running, --rate, --cost-model.")]
-MaxRunningOpt = Annotated[list[str] | None, typer.Option(
-    "--max-running",
-    help="With --timing: most requests running at once, N1,N2,... (a grid axis; SGLang's "
-         "--max-running-requests). Default: SGLang's default for the pool.")]
-RateOpt = Annotated[list[str] | None, typer.Option(
-    "--rate",
-    help="With --timing: Poisson arrivals, R1,R2,... requests per second (a grid axis; "
-         "ranges 1..16*2). Default: the workload's own session starts and think times, or a "
-         "trace's timestamps.")]
-CostModelOpt = Annotated[list[str] | None, typer.Option(
-    "--cost-model",
-    help="With --timing: cost models A,B,... (a grid axis): presets ({presets}) or TOML/JSON "
-         "files (see `radix-evict calibrate`). Default: llama3-8b-h100.")]
-ObjectiveOpt = Annotated[str | None, typer.Option(
-    "--objective",
-    help="What the summary's best config ranks by: hit-rate (default), ttft-p99 or slo (the "
-         "last two with --timing; slo with --slo-ttft or --slo-tpot).")]
-
-DEFAULT_OBJECTIVE = "hit-rate"
-
-
-def _numbers(values: Sequence[str], option: str) -> list[float] | None:
-    if not values:
-        return None
-    try:
-        return [float(n) for v in values for n in parse_numbers(v, option)]
-    except SweepValueError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
-
-
-def timing_options(
-    *,
-    timing: bool,
-    max_running: Sequence[str],
-    rate: Sequence[str],
-    cost_model: Sequence[str],
-    concurrency: int | None,
-    time_scale: float | None,
-    slo_ttft: float | None,
-    slo_tpot: float | None,
-    chunked_prefill_size: int | None,
-    objective: str | None,
-) -> dict[str, Any]:
-    """The timed replay's GridParts fields the command line gives (None where it gives none)."""
-    models = [n for v in cost_model for n in split_top_level(v) if n]
-    return {
-        "timing": True if timing else None,
-        "max_running": count_values(max_running, "--max-running"),
-        "rates": _numbers(rate, "--rate"),
-        "cost_models": models or None,
-        "concurrency": concurrency,
-        "time_scale": time_scale,
-        "slo_ttft": slo_ttft,
-        "slo_tpot": slo_tpot,
-        "chunked_prefill_size": chunked_prefill_size,
-        "objective": objective,
-    }
+from .sweep_options import DEFAULT_OBJECTIVE
 
 
 def check_timing(parts: GridParts) -> str:

@@ -1,0 +1,245 @@
+"""``sweep``'s options (:class:`SweepOptions`, one field each, in ``--help`` panels) and the
+GridParts they give: the same axes a grid file gives, None where the command line gives none.
+
+The timed replay's and the host tier's options share ``simulate``'s help
+(``cli/simulate_options.py``, ``cli/simulate_host.py``); here they take lists
+(grid axes), but ``--write-threshold``, ``--host-config`` and the timed
+options every cell shares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from radix_evict.sim.sweep import GridParts, SweepValueError, parse_values
+from radix_evict.sim.sweep.grid import DEVICE_POLICY
+from radix_evict.sim.sweep.run import MAX_CELLS
+from radix_evict.sim.sweep.values import parse_counts, parse_numbers, split_top_level
+
+from .errors import EXIT_USAGE, CliError
+from .options import parse_params, read_config_arg, split_named_config
+from .simulate_host import (
+    HICACHE_RATIO_HELP,
+    HOST_CONFIG_HELP,
+    HOST_POLICY_HELP,
+    HOST_TOKENS_HELP,
+    WRITE_POLICY_HELP,
+    WRITE_THRESHOLD_HELP,
+)
+from .simulate_options import (
+    ChunkedPrefillOpt,
+    ConcurrencyOpt,
+    SloTpotOpt,
+    SloTtftOpt,
+    TimeScaleOpt,
+)
+from .writes import ForceOpt
+
+DEFAULT_OBJECTIVE = "hit-rate"
+Texts = list[str] | None
+
+
+def _opt(*names: str, help: str, **kw: Any) -> Any:
+    return typer.Option(*names, help=help, **kw)
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """Every ``sweep`` option as given (lists None where not given); fields in panel order."""
+
+    grid_file: Annotated[Path | None, _opt(
+        "--grid", help="Grid file (.yaml, .yml or .toml) with the axes below as keys; options "
+                       "given here replace the file's.")] = None
+    workload: Annotated[Texts, _opt(
+        "--workload", "-w", help="Built-in workload (repeatable or A,B).",
+        show_default="chat, unless --trace is given")] = None
+    trace: Annotated[list[Path] | None, _opt(
+        "--trace", help="Mooncake JSONL trace (repeatable); read once, shared by its cells.")] \
+        = None
+    param: Annotated[Texts, _opt(
+        "--param", "-P", help="Workload parameter KEY=VALUE (every workload that has KEY), "
+                              "WORKLOAD.KEY=VALUE, or trace.KEY=VALUE (e.g. trace.limit=2000).")] \
+        = None
+    seeds: Annotated[Texts, _opt(
+        "--seeds", help="Workload seeds S1,S2,...; a trace is the same for every seed and runs "
+                        "once.", show_default="0")] = None
+    pool_tokens: Annotated[Texts, _opt(
+        "--pool-tokens", help="Pool sizes in tokens: N1,N2,... with K/M/G suffixes (1M = "
+                              "1,000,000) or a range 1M..16M*2.",
+        show_default="each workload's own")] = None
+    page_size: Annotated[Texts, _opt(
+        "--page-size", help="Page sizes in tokens: N1,N2,...", show_default="1")] = None
+    policy: Annotated[Texts, _opt(
+        "--policy", "-p", help="Policy (repeatable or A,B): one of {choices}.",
+        show_default="the policies named by -g, else the five public ones")] = None
+    vary: Annotated[Texts, _opt(
+        "--vary", "-g", help="POLICY.KEY=V1,V2,... (repeatable): values to try for one config "
+                             "key; ranges 512..4096*2 (x2) or 1..9+2 (+2).")] = None
+    hidden: Annotated[bool, _opt(
+        "--hidden", help="Also accept hidden policies (registered, not --policy choices: the "
+                         "baselines fifo, mru, filo) in --policy and -g.")] = False
+    oracle: Annotated[bool, _opt(
+        "--oracle", help="Also replay Belady's offline oracle at every pool size and the "
+                         "infinite-pool ceiling: reference lines for the curves, not "
+                         "policies.")] = False
+    objective: Annotated[str | None, _opt(
+        "--objective", help="What the summary's best config ranks by: hit-rate, ttft-p99 or "
+                            "slo (the last two with --timing; slo with --slo-ttft or "
+                            "--slo-tpot).", show_default=DEFAULT_OBJECTIVE)] = None
+    timing: Annotated[bool, _opt(
+        "--timing", help="Replay every cell through a continuous-batching server in virtual "
+                         "time (as simulate --timing): rows add TTFT, queueing, TPOT, "
+                         "end-to-end latency, SLO attainment, goodput; adds the axes "
+                         "--max-running, --rate, --cost-model.")] = False
+    max_running: Annotated[Texts, _opt(
+        "--max-running", help="With --timing: most requests running at once, N1,N2,... (a grid "
+                              "axis; SGLang's --max-running-requests).",
+        show_default="SGLang's default for the pool")] = None
+    rate: Annotated[Texts, _opt(
+        "--rate", help="With --timing: Poisson arrivals, R1,R2,... requests per second (a grid "
+                       "axis; ranges 1..16*2).",
+        show_default="the workload's own session starts and think times, or a trace's "
+                     "timestamps")] = None
+    cost_model: Annotated[Texts, _opt(
+        "--cost-model", help="With --timing: cost models A,B,... (a grid axis): presets "
+                             "({presets}) or TOML/JSON files (see `radix-evict calibrate`).",
+        show_default="llama3-8b-h100")] = None
+    concurrency: ConcurrencyOpt = None
+    time_scale: TimeScaleOpt = None
+    slo_ttft: SloTtftOpt = None
+    slo_tpot: SloTpotOpt = None
+    chunked_prefill_size: ChunkedPrefillOpt = None
+    host_tokens: Annotated[Texts, _opt(
+        "--host-tokens", help=f"{HOST_TOKENS_HELP} A grid axis: N1,N2,... with K/M/G or a "
+                              "range 1M..8M*2; a 0 cell is the one-tier cell (its key "
+                              "unchanged).")] = None
+    hicache_ratio: Annotated[Texts, _opt(
+        "--hicache-ratio", help=f"{HICACHE_RATIO_HELP} A grid axis: R1,R2,... (instead of "
+                                "--host-tokens).")] = None
+    write_policy: Annotated[Texts, _opt(
+        "--write-policy", help=f"{WRITE_POLICY_HELP} A grid axis: W1,W2,...")] = None
+    host_policy: Annotated[Texts, _opt(
+        "--host-policy", help=f"{HOST_POLICY_HELP} A grid axis: P1,P2,...; "
+                              f"'{DEVICE_POLICY}' is the default.")] = None
+    write_threshold: Annotated[int | None, _opt(
+        "--write-threshold", min=1, help=f"{WRITE_THRESHOLD_HELP} One value, for the "
+                                         "write-through cells (write_back writes on device "
+                                         "eviction).")] = None
+    host_config: Annotated[Texts, _opt(
+        "--host-config", help=f"{HOST_CONFIG_HELP} Repeatable: NAME=JSON for host policy NAME; "
+                              "plain JSON or @FILE for the one --host-policy.")] = None
+    ray: Annotated[str | None, _opt(
+        "--ray", help="Run each cell as a Ray task: 'auto' (this machine's cluster or "
+                      "RAY_ADDRESS), HOST:PORT, ray://HOST:PORT, or 'local' (a private Ray "
+                      "here). Needs radix-evict\\[ray].")] = None
+    jobs: Annotated[int | None, _opt(
+        "--jobs", "-j", min=1, help="Local worker processes.",
+        show_default="every usable core")] = None
+    max_cells: Annotated[int, _opt(
+        "--max-cells", min=1, help="Refuse a grid of more cells than this; raise it for a "
+                                   "larger sweep.")] = MAX_CELLS
+    dry_run: Annotated[bool, _opt(
+        "--dry-run", help="Check the grid and list its cells; replay nothing, change no "
+                          "file.")] = False
+    progress: Annotated[bool, _opt(
+        "--progress/--no-progress", help="Progress bar on a terminal.")] = True
+    out: Annotated[Path | None, _opt(
+        "--out", "-o", help="Result file (.jsonl, .csv, or .parquet with pyarrow), written as "
+                            "cells finish; a rerun skips the cells already in it.")] = None
+    json_out: Annotated[bool, _opt("--json", help="Print rows and summary as JSON.")] = False
+    plot: Annotated[Path | None, _opt(
+        "--plot", help="Write the hit-rate curves (PNG, SVG or PDF); with a host tier, hit "
+                       "rate (and p99 TTFT, timed) over host size.")] = None
+    force: ForceOpt = False
+
+
+PANELS = {
+    "Grid and workload": ("grid_file", "workload", "trace", "param", "seeds"),
+    "Cache": ("pool_tokens", "page_size"),
+    "Policies": ("policy", "vary", "hidden", "oracle", "objective"),
+    "Timing (--timing)": ("timing", "max_running", "rate", "cost_model", "concurrency",
+                          "time_scale", "slo_ttft", "slo_tpot", "chunked_prefill_size"),
+    "Host tier": ("host_tokens", "hicache_ratio", "write_policy", "host_policy",
+                  "write_threshold", "host_config"),
+    "Execution (jobs, Ray, resume)": ("ray", "jobs", "max_cells", "dry_run", "progress"),
+    "Output": ("out", "json_out", "plot", "force"),
+}
+
+
+def parse_vary(values: Sequence[str]) -> dict[str, dict[str, list[object]]]:
+    """``-g POLICY.KEY=V1,V2,...`` options -> {policy: {key: values}}; a key given twice fails."""
+    out: dict[str, dict[str, list[object]]] = {}
+    for raw in values:
+        head, sep, text = raw.partition("=")
+        policy, dot, key = head.strip().partition(".")
+        if not sep or not dot or not policy or not key or not text.strip():
+            raise CliError(f"-g {raw!r}: expected POLICY.KEY=V1,V2,... "
+                           "(e.g. slru.protected_threshold=1,2,4 or tlru.threshold=512..4096*2)",
+                           EXIT_USAGE)
+        if key in out.get(policy, {}):
+            raise CliError(f"-g {policy}.{key} given twice; list every value in one -g",
+                           EXIT_USAGE)
+        out.setdefault(policy, {})[key] = parse_values(text.strip(), f"-g {policy}.{key}")
+    return out
+
+
+def _counts(values: Texts, option: str) -> list[int] | None:
+    return [n for v in values for n in parse_counts(v, option)] if values else None
+
+
+def _numbers(values: Texts, option: str) -> list[float] | None:
+    return [float(n) for v in values for n in parse_numbers(v, option)] if values else None
+
+
+def _names(values: Texts) -> list[str] | None:
+    names = [n for v in values or () for n in split_top_level(v) if n]
+    return names or None
+
+
+def _host_configs(values: Texts, policies: list[str] | None) -> dict[str, Any] | None:
+    """``--host-config`` values -> {host policy: its config text}; a plain one needs one policy."""
+    out: dict[str, Any] = {}
+    for raw in values or ():
+        name, text = split_named_config(raw)
+        if name is None:
+            if policies is not None and len(policies) > 1:
+                raise CliError("a plain --host-config goes with one --host-policy; with several, "
+                               "write --host-config NAME=JSON", EXIT_USAGE)
+            name = policies[0] if policies else DEVICE_POLICY  # none: simulate's refusal
+        if name in out:
+            raise CliError(f"--host-config {name}=... given twice", EXIT_USAGE)
+        out[name] = read_config_arg(text, "--host-config")
+    return out or None
+
+
+def grid_parts(o: SweepOptions) -> GridParts:
+    """The axes and options the command line gives (None where it gives none); a value that
+    does not parse is a usage error naming its option."""
+    try:
+        hosts = _names(o.host_policy)
+        return GridParts(
+            policies=_names(o.policy), vary=parse_vary(o.vary or ()),
+            pool_tokens=_counts(o.pool_tokens, "--pool-tokens"),
+            page_sizes=_counts(o.page_size, "--page-size"), workloads=_names(o.workload),
+            traces=[str(t) for t in o.trace or ()] or None,
+            params=[(p.workload, p.key, p.value) for p in parse_params(o.param or ())] or None,
+            seeds=_counts(o.seeds, "--seeds"), references=True if o.oracle else None,
+            hidden=True if o.hidden else None,
+            timing=True if o.timing else None,
+            max_running=_counts(o.max_running, "--max-running"),
+            rates=_numbers(o.rate, "--rate"), cost_models=_names(o.cost_model),
+            concurrency=o.concurrency, time_scale=o.time_scale, slo_ttft=o.slo_ttft,
+            slo_tpot=o.slo_tpot, chunked_prefill_size=o.chunked_prefill_size,
+            objective=o.objective,
+            host_tokens=_counts(o.host_tokens, "--host-tokens"),
+            hicache_ratios=_numbers(o.hicache_ratio, "--hicache-ratio"),
+            write_policies=_names(o.write_policy),
+            host_policies=[None if p == DEVICE_POLICY else p for p in hosts] if hosts else None,
+            write_threshold=o.write_threshold, host_configs=_host_configs(o.host_config, hosts))
+    except SweepValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
