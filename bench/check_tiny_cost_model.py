@@ -162,7 +162,7 @@ def compare(name: str, seed: int, cost: CostModel, repeat: int, clock: str = "wa
     """
     wl = tiny_workload(name, seed=seed)
     requests = requests_from_workload(wl.requests(), vocab_size=TinyConfig().vocab_size)
-    pool = default_pool_tokens(requests)  # as cli/simulate_engine.py, page size 1
+    pool = default_pool_tokens(requests)  # as core/engine/compare.py, page size 1
     config = resolve_config(wl, POLICY, None).config
     runs: list[EngineResult] = []
     cpu: list[list[float | None]] = []

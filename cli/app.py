@@ -82,11 +82,12 @@ def _json_requested(args: list[str]) -> bool:
 
 
 class PolicyHelpCommand(TyperCommand):
-    """Fills ``{choices}`` (the registry's choices) and ``{presets}`` (the cost-model
-    presets) in option help when help is shown."""
+    """Fills ``{choices}`` (the registry's choices), ``{hidden}`` (registered, not offered)
+    and ``{presets}`` (the cost-model presets) in option help when help is shown."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        fills = {"{choices}": _choices_text, "{presets}": _presets_text}
+        fills = {"{choices}": _choices_text, "{hidden}": _hidden_text,
+                 "{presets}": _presets_text}
         for param in self.params:
             text = getattr(param, "help", None)
             for mark, fill in fills.items():
@@ -108,6 +109,17 @@ def _choices_text() -> str:
 
     try:
         return ", ".join(registry.choices())
+    except Exception as exc:  # help must still render when a plugin is broken
+        return f"(unavailable: {exc})"
+
+
+def _hidden_text() -> str:
+    """The registered policies that are not --policy choices (the registry's own split)."""
+    from radix_evict import registry
+
+    try:
+        offered = set(registry.choices())
+        return ", ".join(n for n in registry.choices(extended=True) if n not in offered) or "none"
     except Exception as exc:  # help must still render when a plugin is broken
         return f"(unavailable: {exc})"
 

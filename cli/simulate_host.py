@@ -176,12 +176,3 @@ def host_table(results: Sequence[ReplayResult], title: str, bound: Bound | None 
                       + (f"; {', '.join(above)} serve{'s' if len(above) == 1 else ''} more "
                          "from the device here" if above else ""))
     return t
-
-
-def host_json(spec: HostTierSpec) -> dict[str, Any]:
-    """The top-level key --json adds for a two-tier replay."""
-    policy = spec.policy if isinstance(spec.policy, str) or spec.policy is None else "object"
-    return {"host_tier": {"tokens": spec.tokens, "hicache_ratio": spec.ratio,
-                          "write_policy": spec.write_policy,
-                          "write_threshold": spec.threshold or None,
-                          "host_policy": policy}}

@@ -1,7 +1,13 @@
-"""``simulate``'s options: names, types and help, apart from what the command does."""
+"""``simulate``'s options: names, types and help, apart from what the command does.
+
+:class:`SimulateOptions` holds them all, one field each, in the ``--help``
+panels :data:`PANELS` names; the command and everything below it get that one
+object. Defaults are shown one way, typer's ``[default: ...]``.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -9,17 +15,29 @@ import typer
 
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD
 
+from .simulate_curve import PoolCurveOpt
+from .simulate_host import (
+    HicacheRatioOpt,
+    HostConfigOpt,
+    HostPolicyOpt,
+    HostTokensOpt,
+    WritePolicyOpt,
+    WriteThresholdOpt,
+)
+from .writes import ForceOpt
+
 PolicyOpt = Annotated[list[str] | None, typer.Option(
     "--policy", "-p",
-    help="Policy to replay (repeatable): one of {choices}. Default: the five public ones.")]
+    help="Policy to replay (repeatable): one of {choices}. Registered but hidden (not offered "
+         "here): {hidden}.", show_default="the five public ones")]
 ConfigOpt = Annotated[list[str] | None, typer.Option(
     "--config", "-c",
     help="Policy config (repeatable): JSON for the --policy in the same position, or NAME=JSON, "
          "or @FILE. tlru without one gets a config derived from the workload.")]
 WorkloadOpt = Annotated[str | None, typer.Option(
     "--workload", "-w",
-    help=f"Built-in workload, 'A,B' or 'all' for a policy x workload matrix "
-         f"(default {DEFAULT_WORKLOAD}; see --list-workloads).")]
+    help="Built-in workload, 'A,B' or 'all' for a policy x workload matrix "
+         "(see --list-workloads).", show_default=DEFAULT_WORKLOAD)]
 ParamOpt = Annotated[list[str] | None, typer.Option(
     "--param", "-P",
     help="Workload parameter KEY=VALUE or WORKLOAD.KEY=VALUE (repeatable), e.g. convs=50.")]
@@ -35,9 +53,10 @@ TraceFormatOpt = Annotated[str, typer.Option(
          "radix_evict.trace_formats).")]
 BlockSizeOpt = Annotated[int | None, typer.Option(
     "--block-size", min=1,
-    help="With --trace: tokens per hash_id block (default: the format's; ServeGen needs it).")]
+    help="With --trace: tokens per hash_id block (ServeGen needs it).",
+    show_default="the format's")]
 PoolOpt = Annotated[int | None, typer.Option(
-    "--pool-tokens", min=1, help="KV pool size in tokens (default: the workload's).")]
+    "--pool-tokens", min=1, help="KV pool size in tokens.", show_default="the workload's")]
 PageOpt = Annotated[int, typer.Option("--page-size", min=1, help="Tokens per KV page.")]
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Workload (and model) seed.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
@@ -65,9 +84,9 @@ OracleOpt = Annotated[bool, typer.Option(
          "oracle is a Belady-guided replay, not a bound: no gap is measured against it.")]
 JobsOpt = Annotated[int | None, typer.Option(
     "--jobs", "-j", min=1,
-    help="Worker processes for the replays (default: planned from the cores; more processes "
-         "than cores when that finishes sooner, e.g. 3 for 5 replays on 2 cores). "
-         "The figures do not depend on it.")]
+    help="Worker processes for the replays (more processes than cores when that finishes "
+         "sooner, e.g. 3 for 5 replays on 2 cores). The figures do not depend on it.",
+    show_default="planned from the cores")]
 
 # The timed replay (docs/replay.md): TTFT and SLOs under load, in virtual time.
 TimingOpt = Annotated[bool, typer.Option(
@@ -107,3 +126,70 @@ ChunkedPrefillOpt = Annotated[int | None, typer.Option(
     "--chunked-prefill-size", min=0,
     help="With --timing: prefill a long prompt in chunks of N tokens (SGLang's option; "
          "default 8192; 0 = no chunking).")]
+
+
+PANELS = {
+    "Workload": ("workload", "param", "trace", "trace_format", "block_size", "seed",
+                 "list_workloads"),
+    "Cache": ("pool_tokens", "page_size", "pool_curve"),
+    "Policies": ("policy", "config", "oracle", "objective"),
+    "Timing (--timing)": ("timing", "max_running", "rate", "concurrency", "time_scale",
+                          "cost_model", "slo_ttft", "slo_tpot", "chunked_prefill_size"),
+    "Host tier": ("host_tokens", "hicache_ratio", "write_policy", "write_threshold",
+                  "host_policy", "host_config"),
+    "Output": ("json_out", "plot", "metrics", "force", "progress", "jobs"),
+    "Model/engine (--model)": ("model", "device", "baseline"),
+}
+
+
+@dataclass(frozen=True)
+class SimulateOptions:
+    """Every ``simulate`` option as given; fields in panel order (:data:`PANELS`)."""
+
+    workload: WorkloadOpt = None
+    param: ParamOpt = None
+    trace: TraceOpt = None
+    trace_format: TraceFormatOpt = "auto"
+    block_size: BlockSizeOpt = None
+    seed: SeedOpt = 0
+    list_workloads: ListOpt = False
+    pool_tokens: PoolOpt = None
+    page_size: PageOpt = 1
+    pool_curve: PoolCurveOpt = None
+    policy: PolicyOpt = None
+    config: ConfigOpt = None
+    oracle: OracleOpt = False
+    objective: ObjectiveOpt = "hit-rate"
+    timing: TimingOpt = False
+    max_running: MaxRunningOpt = None
+    rate: RateOpt = None
+    concurrency: ConcurrencyOpt = None
+    time_scale: TimeScaleOpt = None
+    cost_model: CostModelOpt = None
+    slo_ttft: SloTtftOpt = None
+    slo_tpot: SloTpotOpt = None
+    chunked_prefill_size: ChunkedPrefillOpt = None
+    host_tokens: HostTokensOpt = None
+    hicache_ratio: HicacheRatioOpt = None
+    write_policy: WritePolicyOpt = None
+    write_threshold: WriteThresholdOpt = None
+    host_policy: HostPolicyOpt = None
+    host_config: HostConfigOpt = None
+    json_out: JsonOpt = False
+    plot: PlotOpt = None
+    metrics: MetricsOpt = None
+    force: ForceOpt = False
+    progress: ProgressOpt = True
+    jobs: JobsOpt = None
+    model: ModelOpt = None
+    device: DeviceOpt = "auto"
+    baseline: BaselineOpt = True
+
+    @property
+    def policies(self) -> list[str]:
+        return self.policy or []
+
+    @property
+    def configs(self) -> list[str]:
+        return self.config or []
+

@@ -15,8 +15,6 @@ from radix_evict.sim.workloads import workload_names
 from . import output
 from .output import num, pct
 
-TIERS_WORKLOAD = "priority-tiers"
-
 
 def _config_text(r: ReplayResult) -> str:
     if not r.policy_config:
@@ -71,27 +69,6 @@ def policy_table(results: Sequence[ReplayResult], winner: str, title: str,
     if bound is not None:
         t.caption += "\n" + bound_caption(bound, results)
     return t
-
-
-def add_bound_json(data: dict[str, Any], bounds: Sequence[Bound]) -> None:
-    """--oracle in --json: gap_closed on every result, the oracle rows, the ceiling(s)."""
-    by_name = {b.workload: b for b in bounds}
-    beaten = {b.workload: [r["label"] for r in data["results"] if r["workload"] == b.workload
-                           and r["hit_rate"] > b.oracle.hit_rate + 1e-12] for b in bounds}
-    for r in data["results"]:
-        r["gap_closed"] = by_name[r["workload"]].gap_closed(r["hit_rate"])
-    for b in bounds:
-        row = b.oracle.to_dict()
-        row["gap_closed"] = b.gap_closed(b.oracle.hit_rate)
-        data["results"].append(row)
-    if data.get("mode") == "matrix":
-        data["ceiling"] = {b.workload: b.ceiling.to_dict() for b in bounds}
-        data["bounds"] = {b.workload: {**b.to_dict(), "beaten_by": beaten[b.workload]}
-                          for b in bounds}
-    else:
-        (b,) = bounds
-        data["ceiling"] = b.ceiling.to_dict()
-        data["bound"] = {**b.to_dict(), "beaten_by": beaten[b.workload]}
 
 
 def tier_table(results: Sequence[ReplayResult], title: str) -> Table:

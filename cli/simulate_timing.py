@@ -20,16 +20,11 @@ from radix_evict.sim.timed.limits import TimedInputError, check_chunk
 from radix_evict.sim.timed.server import SchedulerSpec
 from radix_evict.sim.timed.spec import TimingSpec
 from radix_evict.sim.winner import (
-    OBJECTIVE_RULES,
     OBJECTIVES,
-    NothingServedError,
-    ObjectiveError,
-    choose_by_objective,
 )
 
 from .errors import EXIT_INVALID, EXIT_USAGE, CliError
 from .output import pct
-from .simulate_recommend import NOTHING_SERVED, Recommendation, recommend_served
 
 
 def build_timing(*, timing: bool, seed: int, objective: str, **opts: Any) -> TimingSpec | None:
@@ -142,47 +137,3 @@ def timed_oracle_caption(bound: Bound, results: Sequence[ReplayResult]) -> str:
                                                               (ttft, "p99 TTFT")) if who]
     return f"oracle = {bound.oracle_is}" + (f"; beaten here by {'; '.join(beaten)}"
                                              if beaten else "")
-
-
-def recommend_timed(results: Sequence[ReplayResult], objective: str) -> Recommendation:
-    """The winner under ``objective``, explained with its figures and the hit-rate verdict."""
-    if objective == "hit-rate":
-        rec = recommend_served(results)
-        return Recommendation(rec.policy, rec.reason + " (objective: hit-rate)", rec.tie_break)
-    try:
-        winner, _ = choose_by_objective(results, objective)
-    except NothingServedError:
-        raise CliError(NOTHING_SERVED, EXIT_INVALID) from None
-    except ObjectiveError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
-    others = [r for r in results if r is not winner]
-    w = winner.timing
-    if objective == "ttft-p99":
-        what = f"lowest p99 TTFT, {_ms(w.ttft_ms.p99)} ms"
-        if others:
-            runner = min(others, key=lambda r: r.timing.ttft_ms.p99)
-            gain = 1 - w.ttft_ms.p99 / runner.timing.ttft_ms.p99 if runner.timing.ttft_ms.p99 else 0
-            what += (f" vs {_ms(runner.timing.ttft_ms.p99)} ms for {runner.label} "
-                     f"({100 * gain:.1f}% lower)")
-    else:
-        what = f"highest SLO attainment, {pct(w.slo_attainment or 0.0)}"
-        if others:
-            runner = max(others, key=lambda r: r.timing.slo_attainment or 0.0)
-            what += f" vs {pct(runner.timing.slo_attainment or 0.0)} for {runner.label}"
-    reason = f"{what}; token hit rate {pct(winner.hit_rate)} (objective: {objective})"
-    try:
-        by_hits, _ = choose_by_objective(results, "hit-rate")
-    except NothingServedError:
-        by_hits = winner
-    if by_hits is not winner:
-        reason += (f"; ranked by hit rate, {by_hits.label} would win with "
-                   f"{pct(by_hits.hit_rate)}, but its p99 TTFT is "
-                   f"{_ms(by_hits.timing.ttft_ms.p99)} ms: the timed verdict differs "
-                   "(docs/choosing.md says why)")
-    return Recommendation(winner.label, reason, False)
-
-
-def timing_json(spec: TimingSpec, objective: str) -> dict[str, Any]:
-    """The top-level keys --json adds for a timed replay."""
-    return {"cost_model": spec.cost_model.describe(), "objective": objective,
-            "objective_rule": OBJECTIVE_RULES[objective], "timing": spec.describe()}
