@@ -38,6 +38,7 @@ from radix_evict.errors import RadixEvictError
 from radix_evict.policies.config import ConfigInput
 from radix_evict.policies.contract import DEFAULT_POLICY, EvictionPolicy
 from radix_evict.sim.configs import NONE, PolicyRun, RunConfig, describe_workload, resolve_config
+from radix_evict.sim.host import tier_at
 from radix_evict.sim.results import (
     HostFigures,
     MatrixResult,
@@ -103,7 +104,8 @@ def _set_up(workload: Workload, policy: str | PolicyRun | EvictionPolicy, policy
             host: HostTierSpec | None = None, device: str = "cpu") -> _Setup:
     """Round the pool to whole pages, resolve the config, build the pool and the cache.
 
-    A host tier of less than a page is no host tier: the replay is the one-tier one.
+    A host tier of less than a page is no host tier (:func:`radix_evict.sim.host.tier_at`):
+    the replay is the one-tier one.
     """
     P = check_int("page_size", page_size, 1)
     requested = workload.default_pool_tokens if pool_tokens is None else int(pool_tokens)
@@ -123,7 +125,7 @@ def _set_up(workload: Workload, policy: str | PolicyRun | EvictionPolicy, policy
     else:  # a policy object carries its own config
         run_config = RunConfig(None, NONE)
     pool = KVPool(size=pool_size, page_size=P, device=device, layers=0)
-    if host is not None and host.size_for(pool_size, P) == 0:
+    if tier_at(host, P) is None:  # no whole page (--host-tokens 0): the one-tier replay
         host = None
     tier: dict[str, Any] = {} if host is None else {"host_tier": host}
     if isinstance(policy, str):

@@ -36,6 +36,7 @@ from radix_evict.sim.sweep import (
     run_sweep,
 )
 from radix_evict.sim.sweep.check import merge_notes
+from radix_evict.sim.sweep.host_axes import host_config_dict
 from radix_evict.sim.sweep.schema import (
     HOST_FIGURES,
     HOST_ROW_FIELDS,
@@ -184,7 +185,7 @@ def test_a_grid_file_takes_the_host_keys(tmp_path: Path) -> None:
     assert second.host.ratios == ()
     assert second.host.write_policies == ("write_back", "write_through_selective")
     slru = [c for c in first.cells() if c.host is not None and c.host.policy == "slru"]
-    assert {json.dumps(c.host.config_dict) for c in slru} == {'{"protected_threshold": 3}'}
+    assert {json.dumps(host_config_dict(c.host)) for c in slru} == {'{"protected_threshold": 3}'}
     assert {c.host.threshold for c in first.cells() if c.host} == {0, 2}
     # the command line's --host-tokens replaces the file's ratios in every grid
     over = make_grids(GridParts(host_tokens=[4_000]).over(parts))

@@ -21,7 +21,7 @@ from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.policies.contract import PolicyConfig
 from radix_evict.sim.configs import config_dict
 from radix_evict.sim.oracle import ORACLE
-from radix_evict.sim.sweep.host_axes import HostPoint
+from radix_evict.sim.sweep.host_axes import HostPoint, host_key, host_point_text
 from radix_evict.sim.sweep.keys import canonical_json
 from radix_evict.sim.sweep.timing_axes import TimingPoint
 from radix_evict.sim.timed.spec import TimingSpec
@@ -118,7 +118,7 @@ class Cell:
         if timing is not None:  # an untimed cell's key stays what it always was
             coordinates["timing"] = timing.key()
         if host is not None:  # nor does a one-tier cell's (a host tier of 0 tokens too)
-            coordinates["host"] = host.key()
+            coordinates["host"] = host_key(host)
         if self.inputs:  # nor does a cell that reads no file
             coordinates["inputs"] = self.inputs
         self.key = canonical_json(coordinates)
@@ -157,7 +157,7 @@ class Cell:
 
     def host_spec(self) -> HostTierSpec | None:
         """The HostTierSpec this cell replays with; None for a one-tier cell."""
-        return None if self.host is None else self.host.spec()
+        return self.host
 
     def describe(self) -> str:
         """Short text for messages: ``slru {"protected_threshold":2}, pool 1,000,000, chat``."""
@@ -173,7 +173,7 @@ def describe_cell(policy: str, config_json: str, pool_tokens: int | None, page_s
     pool = "default pool" if pool_tokens is None else f"pool {pool_tokens:,}"
     at_seed = "" if seed is None else f", seed {seed}"
     timed = "" if timing is None else f", timed: {timing.label}"
-    tier = "" if host is None else f", {host.label}"
+    tier = "" if host is None else f", {host_point_text(host)}"
     return f"{policy}{cfg}, {pool}, page {page_size}, {source.label}{at_seed}{timed}{tier}"
 
 

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from radix_evict.sim.host import tier_at
 from radix_evict.sim.oracle import ORACLE
 from radix_evict.sim.sweep.cell import (
     CEILING,
@@ -36,6 +37,7 @@ from radix_evict.sim.sweep.host_axes import (
     DEVICE_POLICY,
     HostAxes,
     HostPoint,
+    host_key,
     host_label,
     host_line,
     write_threshold_of,
@@ -116,7 +118,7 @@ class Grid:
                             for config in axes.configs():
                                 text = canonical_json(config)
                                 for page in self.page_sizes:
-                                    tier = None if host is None else host.at_page(page)
+                                    tier = tier_at(host, page)
                                     for pool in self.pool_tokens:
                                         out.setdefault(Spot(
                                             axes.policy, text, page_pool(pool, page), page,
@@ -207,9 +209,10 @@ class Grid:
             tiers = [c.host for c in runs if c.host is not None]
             if tiers:
                 none = any(c.host is None for c in runs)  # a size of 0 (or under a page)
-                sizes = len({(t.tokens, t.key()["ratio"]) for t in tiers}) + none
-                writes = len({t.write_policy for t in tiers})
-                policies = len({(t.policy, canonical_json(t.config_dict)) for t in tiers})
+                keys = [host_key(t) for t in tiers]
+                sizes = len({(k["tokens"], k["ratio"]) for k in keys}) + none
+                writes = len({k["write_policy"] for k in keys})
+                policies = len({(k["policy"], canonical_json(k["config"])) for k in keys})
         parts = [_count(sizes, "host size"), _count(writes, "write policy")]
         if len(h.policies) > 1:
             parts.append(_count(policies, "host policy"))

@@ -14,8 +14,7 @@ docs/hicache.md §12), whatever the host size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from functools import cached_property
+from dataclasses import dataclass
 from typing import Any
 
 from radix_evict.cache.host_tier import (
@@ -30,7 +29,8 @@ from radix_evict.sim.sweep.keys import canonical_json
 from radix_evict.sim.sweep.keys import key_number as _num
 
 __all__ = [
-    "DEVICE_POLICY", "HostAxes", "HostPoint", "host_label", "host_line", "write_threshold_of",
+    "DEVICE_POLICY", "HostAxes", "HostPoint", "host_config_dict", "host_key", "host_label",
+    "host_line", "host_point", "host_point_text", "host_policy_name", "write_threshold_of",
 ]
 
 DEVICE_POLICY = "device"  # a host policy axis value: the device policy ranks host leaves
@@ -46,74 +46,51 @@ def write_threshold_of(write_policy: str, write_threshold: int | None) -> int:
     return write_threshold if write_threshold is not None else WRITE_THRESHOLDS[write_policy]
 
 
-@dataclass(frozen=True, eq=False)
-class HostPoint:
-    """One cell's host tier: its size, write policy and host policy (SGLang's HiCache).
+HostPoint = HostTierSpec  # a grid's host point is the spec its cells replay with
+
+
+def host_point(tokens: int | None, ratio: float | None, write_policy: str,
+               write_threshold: int | None, policy: str | None,
+               policy_config: PolicyConfig | None) -> HostTierSpec:
+    """One cell's host tier (HostTierSpec's own checks: ValueError for bad values).
 
     ``tokens`` (whole pages of the cell's page size, above 0) or ``ratio``
     (SGLang's ``--hicache-ratio``: sized from the cell's pool) gives the size;
-    ``write_threshold`` None is the write policy's own; ``policy`` None is the
-    device policy (SGLang's way), else a registered policy with its validated
-    ``policy_config`` (None: its defaults). Two points are equal when their
-    :meth:`key` is: a threshold given equal to the write policy's own is the
-    same point.
+    ``policy`` None is the device policy (SGLang's way), else a registered
+    policy with its validated ``policy_config`` (None: its defaults). A
+    threshold given equal to the write policy's own is left out: the same
+    point, so that two points are equal exactly when their :func:`host_key` is.
     """
+    if write_threshold is not None and write_threshold == WRITE_THRESHOLDS.get(write_policy):
+        write_threshold = None
+    return HostTierSpec(tokens=tokens, ratio=ratio, write_policy=write_policy,
+                        write_threshold=write_threshold, policy=policy,
+                        policy_config=policy_config)
 
-    tokens: int | None = None
-    ratio: float | None = None
-    write_policy: str = DEFAULT_WRITE_POLICY
-    write_threshold: int | None = None
-    policy: str | None = None
-    policy_config: PolicyConfig | None = None
 
-    @property
-    def threshold(self) -> int:
-        """The insert count that backs a node up (0: write_back, on device eviction)."""
-        return write_threshold_of(self.write_policy, self.write_threshold)
+def host_policy_name(host: HostTierSpec) -> str | None:
+    """The host policy's name (None: the device policy)."""
+    p = host.policy
+    return p if p is None or isinstance(p, str) else p.name
 
-    @property
-    def config_dict(self) -> dict[str, Any] | None:
-        """The host policy's config as JSON types (None: none given)."""
-        return None if self.policy_config is None else config_dict(self.policy_config)
 
-    def key(self) -> dict[str, Any]:
-        """The ``host`` entry of a cell's key (JSON types, numbers spelled one way)."""
-        return {"tokens": self.tokens, "ratio": _num(self.ratio),
-                "write_policy": self.write_policy, "write_threshold": self.threshold,
-                "policy": self.policy, "config": self.config_dict}
+def host_config_dict(host: HostTierSpec) -> dict[str, Any] | None:
+    """The host policy's config as JSON types (None: none given)."""
+    return None if host.policy_config is None else config_dict(host.policy_config)
 
-    @cached_property
-    def key_json(self) -> str:
-        """:meth:`key` as canonical JSON: the point's identity (computed once)."""
-        return canonical_json(self.key())
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, HostPoint) and other.key_json == self.key_json
+def host_key(host: HostTierSpec) -> dict[str, Any]:
+    """The ``host`` entry of a cell's key (JSON types, numbers spelled one way)."""
+    return {"tokens": host.tokens, "ratio": _num(host.ratio),
+            "write_policy": host.write_policy, "write_threshold": host.threshold,
+            "policy": host_policy_name(host), "config": host_config_dict(host)}
 
-    def __hash__(self) -> int:
-        return hash(self.key_json)
 
-    def spec(self) -> HostTierSpec:
-        """The HostTierSpec a cell replays with; ValueError (its own checks) for bad values."""
-        return HostTierSpec(tokens=self.tokens, ratio=self.ratio, write_policy=self.write_policy,
-                            write_threshold=self.write_threshold, policy=self.policy,
-                            policy_config=self.policy_config)
-
-    def at_page(self, page_size: int) -> HostPoint | None:
-        """The point a cell of ``page_size`` gets: tokens in whole pages; None under a page."""
-        if self.tokens is None or page_size < 1:
-            return self
-        tokens = self.tokens // page_size * page_size
-        if tokens <= 0:
-            return None
-        return self if tokens == self.tokens else replace(self, tokens=tokens)
-
-    @property
-    def label(self) -> str:
-        """``host 1,000,000 tokens, write_back``: how messages and tables name the point."""
-        cfg = self.config_dict
-        return host_label(self.tokens, self.ratio, self.write_policy, self.threshold,
-                          self.policy, None if cfg is None else canonical_json(cfg))
+def host_point_text(host: HostTierSpec) -> str:
+    """``host 1,000,000 tokens, write_back``: how messages and tables name a cell's host tier."""
+    cfg = host_config_dict(host)
+    return host_label(host.tokens, host.ratio, host.write_policy, host.threshold,
+                      host_policy_name(host), None if cfg is None else canonical_json(cfg))
 
 
 def host_line(write_policy: str, threshold: int | None, policy: str | None,
@@ -171,9 +148,7 @@ class HostAxes:
                     if tokens == 0:
                         out.setdefault(None)
                         continue
-                    point = HostPoint(tokens, ratio, write, threshold, policy, config)
-                    point.spec()  # checked before it is hashed (its key reads its threshold)
-                    out.setdefault(point)
+                    out.setdefault(host_point(tokens, ratio, write, threshold, policy, config))
         return list(out)
 
     def count(self) -> int:

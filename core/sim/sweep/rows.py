@@ -24,6 +24,7 @@ from radix_evict.sim.ceiling import infinite_pool_ceiling
 from radix_evict.sim.curve import REPLAY
 from radix_evict.sim.replay import ReplayResult, replay
 from radix_evict.sim.sweep.grid import CEILING, ORACLE, Cell
+from radix_evict.sim.sweep.host_axes import host_key
 from radix_evict.sim.sweep.schema import ERROR, OK, TIMING_FIELDS, columns
 from radix_evict.sim.workloads import Workload
 
@@ -51,9 +52,10 @@ def _coordinates(cell: Cell) -> dict[str, Any]:
                     "cost_model": cell.timing.cost_model.name})
     if cell.host is not None:
         h = cell.host
-        out.update({"host_tokens": h.tokens, "hicache_ratio": h.key()["ratio"],
+        key = host_key(h)
+        out.update({"host_tokens": h.tokens, "hicache_ratio": key["ratio"],
                     "write_policy": h.write_policy, "write_threshold": h.threshold,
-                    "host_policy": h.policy, "host_config": h.config_dict})
+                    "host_policy": key["policy"], "host_config": key["config"]})
     return out
 
 
