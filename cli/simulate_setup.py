@@ -1,4 +1,5 @@
-"""What ``simulate`` replays: policy runs from --policy/--config, workloads from --workload/--trace.
+"""What ``simulate`` replays: policy runs from --policy/--config, workloads from --workload/--trace
+(chosen by :mod:`radix_evict.sim.workloads.select`).
 
 Everything here is checked before any replay starts, so a typo in the last
 --config fails in milliseconds, with every problem listed, instead of after
@@ -7,21 +8,20 @@ minutes of simulation.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from radix_evict import registry
 from radix_evict.errors import ConfigProblem, PolicyConfigError
 from radix_evict.policies.contract import PolicyConfig
 from radix_evict.sim.runs import PolicyRun, as_runs, default_policies
-from radix_evict.sim.workloads import (
-    WORKLOADS,
-    TraceParams,
-    Workload,
-    get_workload,
-    workload_names,
+from radix_evict.sim.workloads import Workload
+from radix_evict.sim.workloads.select import (
+    ALL,
+    params_for,
+    select_workloads,
+    trace_params,
+    workload_list,
 )
 
 from .errors import EXIT_USAGE, CliError
@@ -33,7 +33,8 @@ from .options import (
     split_named_config,
 )
 
-ALL = "all"
+__all__ = ["ALL", "build_runs", "build_trace", "build_workloads", "pair_configs", "params_for",
+           "workload_list"]
 
 
 def pair_configs(policies: Sequence[str], configs: Sequence[str]) -> list[tuple[str, str | None]]:
@@ -103,57 +104,12 @@ def build_runs(policies: Sequence[str], configs: Sequence[str]) -> list[PolicyRu
         raise CliError(f"{exc}; give repeated policies different configs", EXIT_USAGE) from None
 
 
-def _fields(params_type: type[Any]) -> set[str]:
-    return {f.name for f in dataclasses.fields(params_type)}
-
-
-def params_for(name: str, params: Sequence[Param], *, all_mode: bool) -> dict[str, Any]:
-    """The --param values that apply to workload ``name``.
-
-    ``WORKLOAD.KEY=V`` applies to that workload only; a bare ``KEY=V`` applies
-    to the one workload, or with ``--workload all`` to each one that has KEY.
-    """
-    spec = WORKLOADS.get(name)
-    known = _fields(spec.params_type) if spec is not None else set()
-    out: dict[str, Any] = {}
-    for p in params:
-        if p.workload is not None:
-            if p.workload == name:
-                out[p.key] = p.value
-        elif not all_mode or p.key in known:
-            out[p.key] = p.value
-    return out
-
-
-def check_param_scopes(params: Sequence[Param], all_mode: bool) -> None:
-    """Scoped params must name a workload; bare ones under ``all`` must fit at least one."""
-    names = workload_names()
-    for p in params:
-        if p.workload is not None and p.workload not in names:
-            raise CliError(f"--param {p.workload}.{p.key}: unknown workload {p.workload!r} "
-                           f"(workloads: {', '.join(names)})")
-        if p.workload is None and all_mode and not any(
-            p.key in _fields(WORKLOADS[n].params_type) for n in names
-        ):
-            raise CliError(f"--param {p.key}: no workload has this parameter")
-
-
-def workload_list(name: str) -> list[str]:
-    """``all``, one name, or a comma-separated list of names."""
-    if name == ALL:
-        return workload_names()
-    return [n.strip() for n in name.split(",") if n.strip()]
-
-
 def build_workloads(name: str, params: Sequence[Param], seed: int) -> list[Workload]:
     """``--workload NAME``, ``--workload A,B`` or ``--workload all``."""
     names = workload_list(name)
     if not names:
         raise CliError("--workload needs a workload name or 'all'", EXIT_USAGE)
-    several = len(names) > 1
-    check_param_scopes(params, several)
-    return [get_workload(n, seed=seed, **params_for(n, params, all_mode=several))
-            for n in names]
+    return select_workloads(names, params, seed)
 
 
 def build_trace(path: Path, params: Sequence[Param], fmt: str | None = None,
@@ -166,12 +122,7 @@ def build_trace(path: Path, params: Sequence[Param], fmt: str | None = None,
         raise CliError(f"{path}: no such file", EXIT_USAGE)
     if path.is_dir():
         raise CliError(f"{path}: is a directory, expected a JSONL trace", EXIT_USAGE)
-    known = _fields(TraceParams)
-    kwargs: dict[str, Any] = {}
-    for p in params:
-        if p.workload is not None or p.key not in known:
-            raise CliError(f"--param {p.key}: a trace takes only {', '.join(sorted(known))}")
-        kwargs[p.key] = p.value
+    kwargs = trace_params(params)
     if block_size is not None:
         if "block_size" in kwargs:
             raise CliError("give --block-size or --param block_size=..., not both", EXIT_USAGE)
