@@ -95,13 +95,13 @@ TimingOpt = Annotated[bool, typer.Option(
          "TPOT, end-to-end latency, SLO attainment and goodput per policy.")]
 MaxRunningOpt = Annotated[int | None, typer.Option(
     "--max-running", min=1,
-    help="With --timing: most requests running at once (SGLang's --max-running-requests; "
-         "default SGLang's: min(2048, pool tokens / 2)).")]
+    help="With --timing: most requests running at once (SGLang's --max-running-requests).",
+    show_default="SGLang's: min(2048, pool tokens / 2)")]
 RateOpt = Annotated[float | None, typer.Option(
     "--rate", min=0.0,
     help="With --timing: Poisson arrivals, about R requests per second (a workload's new "
-         "sessions come at R x sessions/requests per second). Default: the workload's own "
-         "session starts and think times, or a trace's timestamps.")]
+         "sessions come at R x sessions/requests per second).",
+    show_default="the workload's own session starts and think times, or a trace's timestamps")]
 ConcurrencyOpt = Annotated[int | None, typer.Option(
     "--concurrency", min=1,
     help="With --timing: a closed loop of N clients; each sends its next request (or starts "
@@ -113,7 +113,7 @@ TimeScaleOpt = Annotated[float | None, typer.Option(
 CostModelOpt = Annotated[str | None, typer.Option(
     "--cost-model",
     help="With --timing: a preset ({presets}) or a TOML/JSON file (see `radix-evict "
-         "calibrate`). Default: llama3-8b-h100.")]
+         "calibrate`).", show_default="llama3-8b-h100")]
 SloTtftOpt = Annotated[float | None, typer.Option(
     "--slo-ttft", min=0.0, help="With --timing: TTFT SLO in ms (adds SLO attainment, goodput).")]
 SloTpotOpt = Annotated[float | None, typer.Option(
@@ -125,7 +125,7 @@ ObjectiveOpt = Annotated[str, typer.Option(
 ChunkedPrefillOpt = Annotated[int | None, typer.Option(
     "--chunked-prefill-size", min=0,
     help="With --timing: prefill a long prompt in chunks of N tokens (SGLang's option; "
-         "default 8192; 0 = no chunking).")]
+         "0 = no chunking).", show_default="8192")]
 
 
 PANELS = {

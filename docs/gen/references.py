@@ -18,6 +18,7 @@ from .common import DOCS, HEADER, PROG, as_json, code, md_cell
 POLICIES_PAGE = DOCS / "reference" / "policies.md"
 CLI_PAGE = DOCS / "reference" / "cli.md"
 CHOICES_TEXT = "the `--policy` choices (`radix-evict list` shows them)"
+HIDDEN_TEXT = "the ones `radix-evict list --all` marks"
 
 
 # --------------------------------------------------------------------------- policies page
@@ -185,7 +186,7 @@ def _context(cmd: Any, name: str, parent: Any = None) -> Any:
 
 def _help_text(cmd: Any) -> str:
     text = inspect.cleandoc(cmd.help or "")
-    return text.replace("{choices}", CHOICES_TEXT)
+    return text.replace("{choices}", CHOICES_TEXT).replace("{hidden}", HIDDEN_TEXT)
 
 
 def _param_rows(cmd: Any, ctx: Any) -> list[tuple[str, str]]:
@@ -199,7 +200,7 @@ def _param_rows(cmd: Any, ctx: Any) -> list[tuple[str, str]]:
             text = ""
         else:
             opts, text = record
-        text = (text or "").replace("{choices}", CHOICES_TEXT)
+        text = (text or "").replace("{choices}", CHOICES_TEXT).replace("{hidden}", HIDDEN_TEXT)
         rows.append((opts, text))
     return rows
 
