@@ -9,11 +9,8 @@ from typing import Annotated
 import typer
 
 from . import output
-from .errors import EXIT_INVALID, EXIT_OK, EXIT_USAGE, mark_json
-
-# The library's outcomes as exit codes: a file SGLang refuses is invalid input (1); a file
-# that could not be checked (unreadable, too slow, a broken plugin) is an environment error (2).
-EXIT_CODES = {"ok": EXIT_OK, "invalid": EXIT_INVALID, "error": EXIT_USAGE}
+from .codes import OUTCOME_CODES
+from .errors import EXIT_OK, EXIT_USAGE, mark_json
 
 FilesArg = Annotated[list[Path], typer.Argument(
     help="Files or folders: Kubernetes/compose/Helm YAML, JSON, TOML, SGLang --config YAML, "
@@ -53,7 +50,7 @@ def lint(
         output.error(f"--format must be one of {', '.join(render.FORMATS)}, got {fmt!r}")
         raise typer.Exit(EXIT_USAGE)
     report = lint_paths(files, strict=strict, open_files=open_files)
-    code = EXIT_CODES[report.outcome]
+    code = OUTCOME_CODES[report.outcome]
     if fmt == "json":
         output.emit_json(render.json_report(report))
     elif fmt == "sarif":

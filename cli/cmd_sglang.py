@@ -1,21 +1,26 @@
 """``radix-evict sglang check``: can SGLang, here, run radix-evict's policies, this setting,
-and these HiCache (host tier) options?"""
+and these HiCache (host tier) options? The check and its report are core's
+(:mod:`radix_evict.sglang.check`, :mod:`radix_evict.sglang.report`)."""
 
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
 
 from radix_evict.inputs import InputError, load_json
-from radix_evict.sglang.check import CheckReport, HiCacheVerdict, check
+from radix_evict.sglang.check import check
+from radix_evict.sglang.report import OK, hicache_args, outcome, report_lines
 
 from . import output
-from .errors import EXIT_INVALID, EXIT_OK, EXIT_USAGE, CliError, mark_json
+from .codes import OUTCOME_CODES
+from .command import options_command
+from .errors import EXIT_INVALID, EXIT_USAGE, CliError, mark_json
 from .options import read_config_arg
 
 CONFIG_FLAG = "--radix-eviction-policy-config"
+Text = str | None
 
 app = typer.Typer(
     name="sglang",
@@ -23,34 +28,55 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-PolicyOpt = Annotated[str | None, typer.Option(
-    "--radix-eviction-policy", help="The policy you would pass to SGLang's launch_server.")]
-ConfigOpt = Annotated[str | None, typer.Option(
-    "--radix-eviction-policy-config",
-    help="Its config, as SGLang takes it: a JSON object string (or @FILE).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")]
-HiCacheOpt = Annotated[bool, typer.Option(
-    "--enable-hierarchical-cache", "--enable-hicache",
-    help="HiCache (the host tier) on; with it and the --hicache-* options, say what SGLang "
-         "does with them (values go to SGLang's parser as written).")]
+
+@dataclass(frozen=True)
+class SglangCheckOptions:
+    """``sglang check``'s options as given: a setting, HiCache's flags, the output."""
+
+    policy: Annotated[Text, typer.Option(
+        "--radix-eviction-policy", help="The policy you would pass to SGLang's launch_server.")] \
+        = None
+    config: Annotated[Text, typer.Option(
+        CONFIG_FLAG, help="Its config, as SGLang takes it: a JSON object string (or @FILE).")] \
+        = None
+    hicache: Annotated[bool, typer.Option(
+        "--enable-hierarchical-cache", "--enable-hicache",
+        help="HiCache (the host tier) on; with it and the --hicache-* options, say what SGLang "
+             "does with them (values go to SGLang's parser as written).")] = False
+    ratio: Annotated[Text, typer.Option(
+        "--hicache-ratio", help="Host pool size, times the device pool's.")] = None
+    size: Annotated[Text, typer.Option(
+        "--hicache-size", help="Host pool size in GB (wins over the ratio).")] = None
+    fraction: Annotated[Text, typer.Option(
+        "--hicache-host-memory-fraction",
+        help="Share of host memory the default ratio may use.")] = None
+    mode: Annotated[Text, typer.Option(
+        "--hicache-host-memory-mode", help="cache or buffer_only.")] = None
+    write_policy: Annotated[Text, typer.Option(
+        "--hicache-write-policy",
+        help="write_through, write_through_selective or write_back.")] = None
+    io_backend: Annotated[Text, typer.Option(
+        "--hicache-io-backend", help="direct, kernel or kernel_ascend.")] = None
+    mem_layout: Annotated[Text, typer.Option(
+        "--hicache-mem-layout", help="The host pool's memory layout.")] = None
+    storage: Annotated[Text, typer.Option(
+        "--hicache-storage-backend", help="The storage (L3) backend.")] = None
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print the report as JSON on stdout.")] = False
+
+    def hicache_args(self) -> list[str]:
+        """The HiCache flags given, as SGLang's argv."""
+        return hicache_args(self.hicache, {
+            "--hicache-host-memory-mode": self.mode, "--hicache-ratio": self.ratio,
+            "--hicache-size": self.size, "--hicache-host-memory-fraction": self.fraction,
+            "--hicache-write-policy": self.write_policy, "--hicache-io-backend": self.io_backend,
+            "--hicache-mem-layout": self.mem_layout, "--hicache-storage-backend": self.storage})
 
 
-RatioOpt = Annotated[str | None, typer.Option(
-    "--hicache-ratio", help="Host pool size, times the device pool's.")]
-SizeOpt = Annotated[str | None, typer.Option(
-    "--hicache-size", help="Host pool size in GB (wins over the ratio).")]
-FractionOpt = Annotated[str | None, typer.Option(
-    "--hicache-host-memory-fraction", help="Share of host memory the default ratio may use.")]
-ModeOpt = Annotated[str | None, typer.Option(
-    "--hicache-host-memory-mode", help="cache or buffer_only.")]
-WritePolicyOpt = Annotated[str | None, typer.Option(
-    "--hicache-write-policy", help="write_through, write_through_selective or write_back.")]
-IoBackendOpt = Annotated[str | None, typer.Option(
-    "--hicache-io-backend", help="direct, kernel or kernel_ascend.")]
-MemLayoutOpt = Annotated[str | None, typer.Option(
-    "--hicache-mem-layout", help="The host pool's memory layout.")]
-StorageOpt = Annotated[str | None, typer.Option(
-    "--hicache-storage-backend", help="The storage (L3) backend.")]
+PANELS = {"Setting": ("policy", "config"),
+          "HiCache (host tier)": ("hicache", "ratio", "size", "fraction", "mode", "write_policy",
+                                  "io_backend", "mem_layout", "storage"),
+          "Output": ("json_out",)}
 
 
 def _config(text: str | None, given: str | None) -> dict[str, Any] | None:
@@ -73,21 +99,8 @@ def _config(text: str | None, given: str | None) -> dict[str, Any] | None:
 
 
 @app.command("check")
-def check_command(
-    ctx: typer.Context,
-    policy: PolicyOpt = None,
-    config: ConfigOpt = None,
-    hicache: HiCacheOpt = False,
-    ratio: RatioOpt = None,
-    size: SizeOpt = None,
-    fraction: FractionOpt = None,
-    mode: ModeOpt = None,
-    write_policy: WritePolicyOpt = None,
-    io_backend: IoBackendOpt = None,
-    mem_layout: MemLayoutOpt = None,
-    storage: StorageOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@options_command(SglangCheckOptions, PANELS)
+def check_command(ctx: typer.Context, o: SglangCheckOptions) -> None:
     """SGLang's version, whether the plugin loads, the policies SGLang accepts, and for a
     setting: the startup error SGLang would raise, or the tree core that would run it.
     With HiCache's options: SGLang's verdict on them, the write policy, io backend and
@@ -95,94 +108,16 @@ def check_command(
 
     Exit codes: 0 the plugin loads (and the setting starts), 1 it does not, 2 no SGLang.
     """
-    mark_json(ctx.obj, json_out)
-    if config is not None and policy is None:
+    mark_json(ctx.obj, o.json_out)
+    if o.config is not None and o.policy is None:
         raise CliError(f"{CONFIG_FLAG} needs --radix-eviction-policy", EXIT_USAGE)
-    hicache_args = ["--enable-hierarchical-cache"] if hicache else []
-    for flag, value in (("--hicache-host-memory-mode", mode), ("--hicache-ratio", ratio),
-                        ("--hicache-size", size), ("--hicache-host-memory-fraction", fraction),
-                        ("--hicache-write-policy", write_policy),
-                        ("--hicache-io-backend", io_backend), ("--hicache-mem-layout", mem_layout),
-                        ("--hicache-storage-backend", storage)):
-        if value is not None:
-            hicache_args.append(f"{flag}={value}")
-    report = check(policy, _config(read_config_arg(config, CONFIG_FLAG), config), hicache_args)
-    code = exit_code(report)
-    if json_out:
-        output.emit_json({"status": "ok" if code == EXIT_OK else "problem", **report.to_dict()})
+    report = check(o.policy, _config(read_config_arg(o.config, CONFIG_FLAG), o.config),
+                   o.hicache_args())
+    result = outcome(report)
+    if o.json_out:
+        output.emit_json({"status": "ok" if result == OK else "problem", **report.to_dict()})
     else:
         for line in report_lines(report):
             output.stdout().print(line, markup=False, highlight=False)
-    if code != EXIT_OK:
-        raise typer.Exit(code)
-
-
-def exit_code(report: CheckReport) -> int:
-    if report.sglang_error is not None:
-        return EXIT_USAGE
-    if report.hicache is not None and not report.hicache.ok:
-        return EXIT_INVALID
-    if report.setting is None and report.hicache is not None:
-        return EXIT_OK
-    if report.setting is not None:
-        return EXIT_OK if report.setting.ok else EXIT_INVALID
-    return EXIT_OK if report.plugin_active else EXIT_INVALID
-
-
-def report_lines(r: CheckReport) -> list[str]:
-    """The report for people: one fact per line, problems said plainly."""
-    if r.sglang_error is not None:
-        return [f"SGLang: not importable here ({r.sglang_error}); install sglang=="
-                f"{r.supported_version} in this environment and run the check again"]
-    version = r.sglang_version or "unknown version"
-    note = "" if r.version_supported else (
-        f" (radix-evict's plugin is written for {r.supported_version}; other versions may differ)")
-    lines = [f"SGLang: {version}{note}"]
-    if r.entry_point is None:
-        lines.append("plugin: NOT declared (no entry point 'radix_evict' in group "
-                     "sglang.srt.plugins; reinstall radix-evict in this environment)")
-    else:
-        lines.append(f"plugin: declared, {r.entry_point}")
-    allow = "unset (every plugin loads)" if r.allow_list is None else ",".join(r.allow_list)
-    verdict = "allowed" if r.plugin_allowed else "EXCLUDED: add radix_evict to SGLANG_PLUGINS"
-    lines.append(f"SGLANG_PLUGINS: {allow} -> {verdict}")
-    if r.plugin_error:
-        lines.append(f"plugin: FAILED: {r.plugin_error}")
-    elif r.plugin_active:
-        added = ", ".join(r.added_policies) or "none"
-        lines.append(f"plugin: registers; added policies: {added}; radix-evict validates every "
-                     "policy's config")
-    lines += [f"radix-evict policy package failed to load: {f}" for f in r.policy_package_failures]
-    lines.append("--radix-eviction-policy accepts: " + ", ".join(r.accepted_policies))
-    s = r.setting
-    if s is not None:
-        cfg = "" if s.config is None else f" {json.dumps(s.config)}"
-        if s.ok:
-            core = f"tree core: {s.tree_core}"
-            if s.tree_core_reason:
-                core += f" (fallback from rust: {s.tree_core_reason})"
-            lines.append(f"setting {s.policy}{cfg}: OK, strategy {s.strategy}; {core}")
-        else:
-            lines.append(f"setting {s.policy}{cfg}: SGLang would refuse to start:")
-            lines += ["  " + x for x in (s.error or "").splitlines()]
-    if r.hicache is not None:
-        lines += hicache_lines(r.hicache)
-    return lines
-
-
-def hicache_lines(h: HiCacheVerdict) -> list[str]:
-    """What SGLang would do with the HiCache options, one fact per line."""
-    if h.error is not None:
-        return ["HiCache: SGLang would refuse to start:", f"  {h.error}"]
-    if not h.enabled:
-        lines = ["HiCache: off (no --enable-hierarchical-cache)"]
-    else:
-        storage = h.storage_backend or "none"
-        lines = [f"HiCache: on, host memory mode {h.host_memory_mode}, storage backend {storage}",
-                 f"HiCache write policy: {h.write_policy} ({h.write_policy_means})",
-                 f"HiCache io backend: {h.io_backend}, host memory layout: {h.mem_layout}"]
-        lines += [f"HiCache: SGLang rewrites {x}" for x in h.rewrites]
-        lines += [f"  SGLang: {x}" for x in h.sglang_log if h.rewrites]
-        lines.append(f"HiCache host pool: {h.host_size}")
-    lines += [f"HiCache: warning: {w}" for w in h.warnings]
-    return lines
+    if result != OK:
+        raise typer.Exit(OUTCOME_CODES[result])

@@ -2,31 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from radix_evict import registry
+from radix_evict.policies.catalog import describe
 
 from . import output
 from .errors import mark_json
-
-
-def describe(name: str) -> dict[str, Any]:
-    """Summary, keys (type, default, constraint, meaning), schema and source of ``name``."""
-    spec = registry.get(name)
-    return {
-        "name": spec.name,
-        "summary": spec.summary,
-        "hidden": spec.hidden,
-        "choice": spec.name in registry.choices(),
-        "distribution": spec.distribution,
-        "version": spec.version,
-        "entry_point": spec.entry_point,
-        "config_keys": [k.to_dict() for k in registry.describe_config(name)],
-        "schema": registry.json_schema(name),
-    }
 
 
 def show_policy(
@@ -36,7 +21,7 @@ def show_policy(
 ) -> None:
     """Show a policy: summary, each config key (type, default, constraint, meaning), JSON Schema."""
     mark_json(ctx.obj, json_out)
-    info = describe(policy)
+    info = describe(registry, policy)
     if json_out:
         output.emit_json(info)
         return

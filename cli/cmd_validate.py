@@ -8,38 +8,11 @@ from typing import Annotated, Any
 import typer
 
 from radix_evict import registry
-from radix_evict.errors import ConfigProblem, PolicyConfigError, ProblemType
-from radix_evict.inputs import load_json
+from radix_evict.policies.catalog import shown_config, startup_problems
 
 from . import output
 from .errors import mark_json
 from .options import problem_lines, problems_code, read_config_arg
-
-
-def check(policy: str, config: str | None) -> list[ConfigProblem]:
-    """Every problem RadixCache(policy=..., policy_config=...) would raise at startup.
-
-    The name must be a --policy choice (hidden names fail with the registry's
-    message); the config goes through ``registry.parse_config``, the one path
-    every run takes, and a config that validates must also build the policy.
-    """
-    try:
-        registry.check_choice(policy)
-        registry.load_policy(policy, registry.parse_config(policy, config))
-    except PolicyConfigError as exc:
-        return list(exc.problems) or [
-            ConfigProblem(policy=policy, key=None, type=ProblemType.POLICY_INIT, msg=str(exc))
-        ]
-    return []
-
-
-def shown_config(text: str) -> Any:
-    """The config as ``--json`` echoes it: decoded when it is JSON within limits, else as given."""
-    try:
-        return load_json(text, what="the config")
-    except ValueError:  # malformed, or over a limit (InputError): the problems say which
-        return text
-
 
 PolicyOpt = Annotated[str, typer.Option("--policy", "-p", help="Policy name: one of {choices}.")]
 ConfigOpt = Annotated[str | None, typer.Option(
@@ -56,7 +29,7 @@ def validate(
     """Check a policy and config exactly as the cache does at startup; print OK or every error."""
     mark_json(ctx.obj, json_out)
     text = read_config_arg(config)
-    problems = check(policy, text)
+    problems = startup_problems(registry, policy, text)
     shown: Any = None if text is None else shown_config(text)
     if json_out:
         output.emit_json({

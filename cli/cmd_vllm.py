@@ -1,17 +1,19 @@
-"""``radix-evict vllm check``: what vLLM 0.33.0, here, would do with this offload config."""
+"""``radix-evict vllm check``: what vLLM 0.33.0, here, would do with this offload config (the
+check and its report are core's: :mod:`radix_evict.vllm.check`, :mod:`radix_evict.vllm.report`)."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
 
 from radix_evict.inputs import InputError, load_json
-from radix_evict.vllm.check import VllmCheckReport, check
+from radix_evict.vllm.check import check
+from radix_evict.vllm.report import OK, outcome, report_lines
 
 from . import output
-from .errors import EXIT_INVALID, EXIT_OK, EXIT_USAGE, CliError, mark_json
+from .codes import OUTCOME_CODES
+from .errors import EXIT_INVALID, CliError, mark_json
 from .options import read_config_arg
 
 app = typer.Typer(
@@ -74,43 +76,11 @@ def check_command(
                        radix_eviction_config=radix)
     except ValueError as e:  # a kv_connector_extra_config that is not an object
         raise CliError(f"--kv-transfer-config: {e}", EXIT_INVALID) from None
-    code = exit_code(report)
+    result = outcome(report)
     if json_out:
-        output.emit_json({"status": "ok" if code == EXIT_OK else "problem", **report.to_dict()})
+        output.emit_json({"status": "ok" if result == OK else "problem", **report.to_dict()})
     else:
         for line in report_lines(report):
             output.stdout().print(line, markup=False, highlight=False)
-    if code != EXIT_OK:
-        raise typer.Exit(code)
-
-
-def exit_code(report: VllmCheckReport) -> int:
-    if report.vllm_error is not None:
-        return EXIT_USAGE
-    return EXIT_OK if report.ok else EXIT_INVALID
-
-
-def report_lines(r: VllmCheckReport) -> list[str]:
-    """The report for people: one fact per line, problems said plainly."""
-    if r.vllm_error is not None:
-        return [f"vLLM: not importable here ({r.vllm_error}); install vllm=="
-                f"{r.supported_version} in this environment and run the check again"]
-    lines = [f"vLLM: {r.vllm_version or 'unknown version'}"]
-    if r.kv_connector is not None:
-        lines.append(f"kv_connector: {r.kv_connector}")
-    lines.append("vLLM's own eviction_policy names (they win over any module's): "
-                 + ", ".join(r.vllm_policies))
-    lines.append("radix-evict's, with cache_policy_module_path radix_evict.vllm: "
-                 + ", ".join(r.radix_evict_policies))
-    cfg = "" if r.radix_eviction_config is None else (
-        f", radix_eviction_config {json.dumps(r.radix_eviction_config)}")
-    where = f" from {r.cache_policy_module_path}" if r.cache_policy_module_path else ""
-    setting = f"eviction_policy {r.eviction_policy!r}{where}{cfg}"
-    if r.ok:
-        lines.append(f"{setting}: OK, runs {r.runs}")
-        lines.append(f"  built by {r.built_with}")
-    else:
-        lines.append(f"{setting}: vLLM would fail to start:")
-        lines += ["  " + x for x in (r.error or "").splitlines()]
-    lines += [f"note: {n}" for n in r.notes]
-    return lines
+    if result != OK:
+        raise typer.Exit(OUTCOME_CODES[result])

@@ -13,6 +13,7 @@ modules; ``radix_evict`` re-exports the API's names.
 """
 
 __all__ = [
+    "catalog",
     "config",
     "contract",
     "derive",

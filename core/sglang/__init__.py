@@ -19,6 +19,7 @@ __all__ = [
     "native",
     "patching",
     "plugin",
+    "report",
     "routing",
     "startup",
     "strategies",
