@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from radix_evict.policies.derive import DerivedConfig
-from radix_evict.sim.configs import derive, derivers
+from radix_evict.sim.configs import derived_for
 from radix_evict.sim.runs import PolicyRun
 from radix_evict.sim.workloads import Workload
 
@@ -23,22 +22,16 @@ from . import output
 def derived_notes(workloads: Sequence[Workload], runs: Sequence[PolicyRun]) -> dict[str, Any]:
     """Note every derived config on stderr; return ``{NAME_derived: {workload: ...}}``."""
     out: dict[str, Any] = {}
-    for spec in derivers():
-        found: dict[str, DerivedConfig] = {}
-        if any(r.policy == spec.name and r.config is None for r in runs):
-            for w in workloads:
-                run = derive(spec, w)
-                if run is not None and run.derived is not None:
-                    found[w.name] = run.derived
+    for policy, found in derived_for(workloads, runs).items():
         if len(found) == 1:
             (name, d), = found.items()
-            text = (f"{spec.name}: no --config given, so simulate derives it from {name}: "
+            text = (f"{policy}: no --config given, so simulate derives it from {name}: "
                     f"{d.config}.")
             output.note(f"{text} {d.derivation}" if d.derivation else text)
         elif found:
             rule = next(iter(found.values())).rule
             each = "; ".join(f"{n} {d.config}" for n, d in found.items())
-            output.note(f"{spec.name}: no --config given, so simulate derives one per workload"
+            output.note(f"{policy}: no --config given, so simulate derives one per workload"
                         f"{f' ({rule})' if rule else ''}: {each}")
-        out[f"{spec.name}_derived"] = {n: d.to_dict() for n, d in found.items()}
+        out[f"{policy}_derived"] = {n: d.to_dict() for n, d in found.items()}
     return out

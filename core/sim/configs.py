@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,6 +144,22 @@ def derivers() -> list[PolicySpec]:
     """Every registered policy that derives its config, choices first."""
     specs = [registry.get(n) for n in registry.choices(extended=True)]
     return [s for s in specs if s.derive_config is not None]
+
+
+def derived_for(workloads: Sequence[Workload], runs: Sequence[PolicyRun]
+                ) -> dict[str, dict[str, DerivedConfig]]:
+    """Per deriving policy (every one, choices first): the config each workload derives for
+    it, where a run of it has no config of its own (empty where none derives)."""
+    out: dict[str, dict[str, DerivedConfig]] = {}
+    for spec in derivers():
+        found: dict[str, DerivedConfig] = {}
+        if any(r.policy == spec.name and r.config is None for r in runs):
+            for w in workloads:
+                run = derive(spec, w)
+                if run is not None and run.derived is not None:
+                    found[w.name] = run.derived
+        out[spec.name] = found
+    return out
 
 
 def describe_workload(workload: Workload) -> dict[str, Any]:
