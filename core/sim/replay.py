@@ -37,6 +37,7 @@ from radix_evict.cache.radix_cache import RadixCache
 from radix_evict.errors import RadixEvictError
 from radix_evict.policies.config import ConfigInput
 from radix_evict.policies.contract import DEFAULT_POLICY, EvictionPolicy
+from radix_evict.policies.registry import load_policy
 from radix_evict.sim.configs import NONE, PolicyRun, RunConfig, describe_workload, resolve_config
 from radix_evict.sim.host import tier_at
 from radix_evict.sim.results import (
@@ -128,11 +129,9 @@ def _set_up(workload: Workload, policy: str | PolicyRun | EvictionPolicy, policy
     if tier_at(host, P) is None:  # no whole page (--host-tokens 0): the one-tier replay
         host = None
     tier: dict[str, Any] = {} if host is None else {"host_tier": host}
-    if isinstance(policy, str):
-        cache = RadixCache(pool, page_size=P, policy=policy, policy_config=run_config.config,
-                           **tier)
-    else:
-        cache = RadixCache(pool, page_size=P, policy=policy, **tier)
+    if isinstance(policy, str):  # built here, once: the cache gets a policy, not a name
+        policy = load_policy(policy, run_config.config)
+    cache = RadixCache(pool, page_size=P, policy=policy, **tier)
     return _Setup(name, run_config, pool, cache, pool_size, P)
 
 
