@@ -37,6 +37,7 @@ from radix_evict.sim.sweep import (
     read_grid_file,
     run_sweep,
 )
+from radix_evict.sim.sweep.check import check_timed_cells
 from radix_evict.sim.sweep.grid import Grid
 from radix_evict.sim.sweep.report import SweepReport, failed_cell_text, sweep_report
 from radix_evict.sim.sweep.run import SweepSizeError
@@ -54,7 +55,7 @@ from .preflight import check_plot, check_pool, check_workload_pools
 from .sweep_host import check_host
 from .sweep_options import DEFAULT_OBJECTIVE, PANELS, SweepOptions, grid_parts
 from .sweep_report import best_table, curve_table, host_curve_table, rows_table
-from .sweep_timing import check_timed_cells, check_timing
+from .sweep_timing import check_timing
 from .writes import at_files, cost_model_files, path_inputs
 
 EXIT_CELLS_FAILED = 3  # the sweep ran, but some cells failed (their rows say why)

@@ -9,17 +9,16 @@ options every cell shares.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from radix_evict.sim.sweep import GridParts, SweepValueError, parse_values
+from radix_evict.sim.sweep import GridParts, SweepValueError
 from radix_evict.sim.sweep.grid import DEVICE_POLICY
 from radix_evict.sim.sweep.run import MAX_CELLS
-from radix_evict.sim.sweep.values import parse_counts, parse_numbers, split_top_level
+from radix_evict.sim.sweep.values import counts_of, names_of, numbers_of, parse_vary
 
 from .errors import EXIT_USAGE, CliError
 from .options import parse_params, read_config_arg, split_named_config
@@ -171,36 +170,6 @@ PANELS = {
 }
 
 
-def parse_vary(values: Sequence[str]) -> dict[str, dict[str, list[object]]]:
-    """``-g POLICY.KEY=V1,V2,...`` options -> {policy: {key: values}}; a key given twice fails."""
-    out: dict[str, dict[str, list[object]]] = {}
-    for raw in values:
-        head, sep, text = raw.partition("=")
-        policy, dot, key = head.strip().partition(".")
-        if not sep or not dot or not policy or not key or not text.strip():
-            raise CliError(f"-g {raw!r}: expected POLICY.KEY=V1,V2,... "
-                           "(e.g. slru.protected_threshold=1,2,4 or tlru.threshold=512..4096*2)",
-                           EXIT_USAGE)
-        if key in out.get(policy, {}):
-            raise CliError(f"-g {policy}.{key} given twice; list every value in one -g",
-                           EXIT_USAGE)
-        out.setdefault(policy, {})[key] = parse_values(text.strip(), f"-g {policy}.{key}")
-    return out
-
-
-def _counts(values: Texts, option: str) -> list[int] | None:
-    return [n for v in values for n in parse_counts(v, option)] if values else None
-
-
-def _numbers(values: Texts, option: str) -> list[float] | None:
-    return [float(n) for v in values for n in parse_numbers(v, option)] if values else None
-
-
-def _names(values: Texts) -> list[str] | None:
-    names = [n for v in values or () for n in split_top_level(v) if n]
-    return names or None
-
-
 def _host_configs(values: Texts, policies: list[str] | None) -> dict[str, Any] | None:
     """``--host-config`` values -> {host policy: its config text}; a plain one needs one policy."""
     out: dict[str, Any] = {}
@@ -221,24 +190,24 @@ def grid_parts(o: SweepOptions) -> GridParts:
     """The axes and options the command line gives (None where it gives none); a value that
     does not parse is a usage error naming its option."""
     try:
-        hosts = _names(o.host_policy)
+        hosts = names_of(o.host_policy)
         return GridParts(
-            policies=_names(o.policy), vary=parse_vary(o.vary or ()),
-            pool_tokens=_counts(o.pool_tokens, "--pool-tokens"),
-            page_sizes=_counts(o.page_size, "--page-size"), workloads=_names(o.workload),
+            policies=names_of(o.policy), vary=parse_vary(o.vary or ()),
+            pool_tokens=counts_of(o.pool_tokens, "--pool-tokens"),
+            page_sizes=counts_of(o.page_size, "--page-size"), workloads=names_of(o.workload),
             traces=[str(t) for t in o.trace or ()] or None,
             params=[(p.workload, p.key, p.value) for p in parse_params(o.param or ())] or None,
-            seeds=_counts(o.seeds, "--seeds"), references=True if o.oracle else None,
+            seeds=counts_of(o.seeds, "--seeds"), references=True if o.oracle else None,
             hidden=True if o.hidden else None,
             timing=True if o.timing else None,
-            max_running=_counts(o.max_running, "--max-running"),
-            rates=_numbers(o.rate, "--rate"), cost_models=_names(o.cost_model),
+            max_running=counts_of(o.max_running, "--max-running"),
+            rates=numbers_of(o.rate, "--rate"), cost_models=names_of(o.cost_model),
             concurrency=o.concurrency, time_scale=o.time_scale, slo_ttft=o.slo_ttft,
             slo_tpot=o.slo_tpot, chunked_prefill_size=o.chunked_prefill_size,
             objective=o.objective,
-            host_tokens=_counts(o.host_tokens, "--host-tokens"),
-            hicache_ratios=_numbers(o.hicache_ratio, "--hicache-ratio"),
-            write_policies=_names(o.write_policy),
+            host_tokens=counts_of(o.host_tokens, "--host-tokens"),
+            hicache_ratios=numbers_of(o.hicache_ratio, "--hicache-ratio"),
+            write_policies=names_of(o.write_policy),
             host_policies=[None if p == DEVICE_POLICY else p for p in hosts] if hosts else None,
             write_threshold=o.write_threshold, host_configs=_host_configs(o.host_config, hosts))
     except SweepValueError as exc:

@@ -11,8 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from radix_evict.sim.sweep import GridParts
-from radix_evict.sim.sweep.grid import Grid
-from radix_evict.sim.timed.limits import TimedInputError, check_chunk
 
 from .errors import EXIT_USAGE, CliError
 from .simulate_timing import build_timing
@@ -53,18 +51,3 @@ def check_timing(parts: GridParts) -> str:
         if spec is None:  # untimed, and no timing option given: nothing more to check
             break
     return objective
-
-
-def check_timed_cells(grid: Grid) -> None:
-    """The timed replay's limits that join two axes, checked for every pair of values in
-    ``grid`` before any cell runs (core/sim/timed/limits.py): a chunk smaller than a page
-    size would otherwise fail its cells one by one, mid-sweep, as error rows."""
-    if grid.timing is None:
-        return
-    chunk = grid.timing.chunked_prefill_size
-    for page in grid.page_sizes:
-        try:
-            check_chunk(chunk, page)
-        except TimedInputError as exc:
-            raise CliError(f"--chunked-prefill-size {chunk:,} with --page-size {page:,}: "
-                           f"{exc}", EXIT_USAGE) from None

@@ -17,6 +17,8 @@ from radix_evict.errors import ConfigProblem, PolicyConfigError, ProblemType, Ra
 from radix_evict.policies.contract import PolicyConfig
 from radix_evict.policies.registry import registry
 from radix_evict.sim.sweep.grid import REFERENCES, Cell, Spot, page_pool
+from radix_evict.sim.sweep.values import SweepValueError
+from radix_evict.sim.timed.limits import TimedInputError, check_chunk
 
 if TYPE_CHECKING:
     from radix_evict.sim.sweep.grid import Grid
@@ -169,3 +171,19 @@ def _host_notes(grid: Grid) -> list[str]:
                 notes.append(f"--host-tokens {shown} are all {tokens:,} tokens in whole pages "
                              f"of {page}: one cell each, not {len(sizes)}")
     return notes
+
+
+def check_timed_cells(grid: Grid) -> None:
+    """The timed replay's limits that join two axes, checked for every pair of values in
+    ``grid`` before any cell runs (:mod:`radix_evict.sim.timed.limits`): a chunk smaller than
+    a page size would otherwise fail its cells one by one, mid-sweep, as error rows.
+    SweepValueError names both options."""
+    if grid.timing is None:
+        return
+    chunk = grid.timing.chunked_prefill_size
+    for page in grid.page_sizes:
+        try:
+            check_chunk(chunk, page)
+        except TimedInputError as exc:
+            raise SweepValueError(f"--chunked-prefill-size {chunk:,} with --page-size "
+                                  f"{page:,}: {exc}") from None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -165,3 +166,34 @@ def parse_numbers(text: str | float | list[Any], what: str) -> list[float | int]
         if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(item):
             raise SweepValueError(f"{what}: expected numbers, got {item!r}")
     return items
+
+
+def parse_vary(values: Sequence[str]) -> dict[str, dict[str, list[Any]]]:
+    """``-g POLICY.KEY=V1,V2,...`` values -> {policy: {key: values}}; a key given twice fails."""
+    out: dict[str, dict[str, list[Any]]] = {}
+    for raw in values:
+        head, sep, text = raw.partition("=")
+        policy, dot, key = head.strip().partition(".")
+        if not sep or not dot or not policy or not key or not text.strip():
+            raise SweepValueError(f"-g {raw!r}: expected POLICY.KEY=V1,V2,... (e.g. "
+                                  "slru.protected_threshold=1,2,4 or tlru.threshold=512..4096*2)")
+        if key in out.get(policy, {}):
+            raise SweepValueError(f"-g {policy}.{key} given twice; list every value in one -g")
+        out.setdefault(policy, {})[key] = parse_values(text.strip(), f"-g {policy}.{key}")
+    return out
+
+
+def counts_of(values: Sequence[str] | None, option: str) -> list[int] | None:
+    """Every count of a repeatable ``N1,N2`` / range option (None: not given)."""
+    return [n for v in values for n in parse_counts(v, option)] if values else None
+
+
+def numbers_of(values: Sequence[str] | None, option: str) -> list[float] | None:
+    """Every number of a repeatable ``R1,R2`` / range option (None: not given)."""
+    return [float(n) for v in values for n in parse_numbers(v, option)] if values else None
+
+
+def names_of(values: Sequence[str] | None) -> list[str] | None:
+    """Every name of a repeatable ``A,B`` option (None: none given)."""
+    names = [n for v in values or () for n in split_top_level(v) if n]
+    return names or None
