@@ -33,7 +33,7 @@ def in_panel(annotation: Any, panel: str) -> Any:
             extra = copy(extra)
             extra.rich_help_panel = panel
         marked.append(extra)
-    return Annotated[(base, *marked)]  # type: ignore[valid-type]
+    return Annotated[(base, *marked)]
 
 
 def options_command(options: type[OptionsT], panels: Mapping[str, Sequence[str]]
@@ -59,7 +59,7 @@ def options_command(options: type[OptionsT], panels: Mapping[str, Sequence[str]]
 
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         command.__annotations__ = {}
-        del command.__wrapped__  # type: ignore[attr-defined]
+        del command.__wrapped__
         return command
 
     return wrap
