@@ -48,10 +48,16 @@ HostTokensOpt = Annotated[int | None, typer.Option(
     "--host-tokens", min=0, help=HOST_TOKENS_HELP)]
 HicacheRatioOpt = Annotated[float | None, typer.Option(  # R > 0: build_host says so
     "--hicache-ratio", help=HICACHE_RATIO_HELP)]
-WritePolicyOpt = Annotated[str | None, typer.Option("--write-policy", help=WRITE_POLICY_HELP)]
+# simulate's own: the help above without its "(default ...)", the default as typer shows it.
+WritePolicyOpt = Annotated[str | None, typer.Option(
+    "--write-policy", show_default="write_through",
+    help=WRITE_POLICY_HELP.replace("write_through (default; ", "write_through ("))]
 WriteThresholdOpt = Annotated[int | None, typer.Option(
-    "--write-threshold", min=1, help=WRITE_THRESHOLD_HELP)]
-HostPolicyOpt = Annotated[str | None, typer.Option("--host-policy", help=HOST_POLICY_HELP)]
+    "--write-threshold", min=1, show_default="the write policy's, 1 or 2",
+    help=WRITE_THRESHOLD_HELP.replace(" (default: the write policy's, 1 or 2)", ""))]
+HostPolicyOpt = Annotated[str | None, typer.Option(
+    "--host-policy", show_default="the device policy, as SGLang does",
+    help=HOST_POLICY_HELP.replace(" (default: the device policy, as SGLang does)", ""))]
 HostConfigOpt = Annotated[str | None, typer.Option("--host-config", help=HOST_CONFIG_HELP)]
 
 
