@@ -1,7 +1,7 @@
 """The host tier a replay gets (SGLang's HiCache): one rule for ``simulate`` and ``sweep``.
 
-Both pass a :class:`~radix_evict.cache.host_tier.HostTierSpec` (the sweep's
-grid points are ones, :class:`~radix_evict.sim.sweep.host_axes.HostPoint`);
+Both pass a :class:`~radix_evict.cache.host_tier.HostTierSpec` (a sweep
+grid's host points are ones, :mod:`radix_evict.sim.sweep.host_axes`);
 :func:`tier_at` says what a replay of a page size does with it: a host tier
 that holds no whole page (``--host-tokens 0``) is no host tier, the one-tier
 replay, and a size in tokens counts whole pages. A ratio always holds a page.

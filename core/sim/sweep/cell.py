@@ -21,7 +21,7 @@ from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.policies.contract import PolicyConfig
 from radix_evict.sim.configs import config_dict
 from radix_evict.sim.oracle import ORACLE
-from radix_evict.sim.sweep.host_axes import HostPoint, host_key, host_point_text
+from radix_evict.sim.sweep.host_axes import host_key, host_point_text
 from radix_evict.sim.sweep.keys import canonical_json
 from radix_evict.sim.sweep.timing_axes import TimingPoint
 from radix_evict.sim.timed.spec import TimingSpec
@@ -97,7 +97,7 @@ class Cell:
 
     def __init__(self, policy: str, config: PolicyConfig | None, pool_tokens: int | None,
                  page_size: int, source: Source, seed: int | None,
-                 timing: TimingPoint | None = None, host: HostPoint | None = None,
+                 timing: TimingPoint | None = None, host: HostTierSpec | None = None,
                  inputs: Mapping[str, str] | None = None) -> None:
         self.policy = policy
         self.config = config
@@ -167,7 +167,7 @@ class Cell:
 
 def describe_cell(policy: str, config_json: str, pool_tokens: int | None, page_size: int,
                   source: Source, seed: int | None, timing: TimingPoint | None = None,
-                  host: HostPoint | None = None) -> str:
+                  host: HostTierSpec | None = None) -> str:
     """How messages name a cell (one whose config is not yet validated too)."""
     cfg = "" if config_json == "null" else f" {config_json}"
     pool = "default pool" if pool_tokens is None else f"pool {pool_tokens:,}"
@@ -196,7 +196,7 @@ class Spot:
     seed: int | None
     config: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     timing: TimingPoint | None = None
-    host: HostPoint | None = None
+    host: HostTierSpec | None = None
 
     def describe(self) -> str:
         return describe_cell(self.policy, self.config_json, self.pool_tokens, self.page_size,

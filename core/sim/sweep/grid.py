@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.sim.host import tier_at
 from radix_evict.sim.oracle import ORACLE
 from radix_evict.sim.sweep.cell import (
@@ -108,7 +109,7 @@ class Grid:
         out: dict[Spot, None] = {}
         points: list[TimingPoint | None] = (
             [None] if self.timing is None else list(self.timing.points()))
-        hosts: list[HostPoint | None] = [None] if self.host is None else self.host.points()
+        hosts: list[HostTierSpec | None] = [None] if self.host is None else self.host.points()
         for source in self.sources:
             seeds: Iterable[int | None] = self.seeds if source.seeded else (None,)
             for seed in seeds:

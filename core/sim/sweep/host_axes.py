@@ -4,9 +4,11 @@ A grid with a host tier (``Grid.host``, :class:`HostAxes`: SGLang's HiCache,
 :mod:`radix_evict.cache.host_tier`) adds three more axes: the host tier's
 size (tokens, or SGLang's ``--hicache-ratio``), the write policy and the host
 policy, expanded after the timing point and before the policy. Each cell
-carries its :class:`HostPoint` and its key gains a ``host`` entry; a host
-size of 0 (or less than a page) is no host tier, and that cell's key is the
-one-tier cell's, as it always was. The references (oracle, ceiling) stay
+carries its host point: the :class:`~radix_evict.cache.host_tier.HostTierSpec`
+it replays with (``simulate``'s type too; :func:`host_point` builds one), and
+its key gains a ``host`` entry (:func:`host_key`); a host size of 0 (or less
+than a page: :func:`radix_evict.sim.host.tier_at`) is no host tier, and that
+cell's key is the one-tier cell's, as it always was. The references (oracle, ceiling) stay
 one-tier, one per pool size: the ceiling is also the two-tier bound (Belady
 on the device with an unbounded host tier serves every prefix seen before,
 docs/hicache.md §12), whatever the host size.
@@ -46,7 +48,7 @@ def write_threshold_of(write_policy: str, write_threshold: int | None) -> int:
     return write_threshold if write_threshold is not None else WRITE_THRESHOLDS[write_policy]
 
 
-HostPoint = HostTierSpec  # a grid's host point is the spec its cells replay with
+HostPoint = HostTierSpec  # the name grids had for it: a host point is the spec it replays with
 
 
 def host_point(tokens: int | None, ratio: float | None, write_policy: str,
@@ -133,14 +135,14 @@ class HostAxes:
     policies: tuple[tuple[str | None, PolicyConfig | None], ...] = ((None, None),)
     write_threshold: int | None = None
 
-    def points(self) -> list[HostPoint | None]:
+    def points(self) -> list[HostTierSpec | None]:
         """Every point in a fixed order, each once; None for no host tier (0 tokens).
 
         Raises ValueError (``HostTierSpec``'s own checks) for a point the replay refuses.
         """
         sizes: list[tuple[int | None, float | None]] = (
             [(t, None) for t in self.tokens] + [(None, float(r)) for r in self.ratios])
-        out: dict[HostPoint | None, None] = {}
+        out: dict[HostTierSpec | None, None] = {}
         for tokens, ratio in sizes:
             for write in self.write_policies:
                 threshold = None if write == WRITE_BACK else self.write_threshold
