@@ -38,7 +38,7 @@ from .preflight import (
     device_option,
 )
 from .simulate_derived import derived_notes
-from .simulate_host import build_host, check_host_fits, check_transfer, host_table
+from .simulate_host import build_host, check_host_fits, check_transfer
 from .simulate_options import PANELS, SimulateOptions
 from .simulate_recommend import (
     NOTHING_SERVED,
@@ -49,13 +49,15 @@ from .simulate_recommend import (
 )
 from .simulate_report import (
     hit_rate_pivot,
+    host_table,
     list_workloads_table,
     matrix_table,
     policy_table,
     tier_table,
+    timed_table,
 )
 from .simulate_setup import ALL, build_runs, build_trace, build_workloads, params_for, workload_list
-from .simulate_timing import build_timing, check_page, timed_table
+from .simulate_timing import build_timing, check_page
 from .writes import at_files, config_files, cost_model_files, path_inputs
 
 

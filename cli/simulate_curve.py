@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.outputs import OutputFile
@@ -26,8 +25,8 @@ from radix_evict.sim.workloads import Workload
 
 from . import output
 from .errors import EXIT_USAGE, CliError
-from .output import num, pct
 from .preflight import POOL_BYTES_PER_TOKEN, check_fits
+from .simulate_report import curve_table
 
 PoolCurveOpt = Annotated[str | None, typer.Option(
     "--pool-curve",
@@ -135,30 +134,6 @@ def run_pool_curve(wl: Workload, sizes: Sequence[int], *, page_size: int, seed: 
                 f"pass ({run.curve.pass_s:.2f} s), {len(run.curve.points) - done} replayed "
                 f"on their own ({run.curve.replay_s:.2f} s)"
                 + ("; oracle and ceiling alongside" if oracle else ""))
-
-
-def curve_table(run: CurveRun, title: str) -> Table:
-    """One row per pool size: hit rate, uncached tails, evictions, where it came from."""
-    t = Table(title=title, title_justify="left")
-    cols = ["pool tokens", "hit rate", "p50 uncached", "p90 uncached", "p99 uncached",
-            "evicted tokens", "failed"]
-    if run.oracle is not None:
-        cols += ["oracle", "ceiling"]
-    for col in cols:
-        t.add_column(col, justify="right")
-    t.add_column("via")
-    for i, p in enumerate(run.curve.points):
-        refs = [] if run.oracle is None else [pct(run.oracle[i].hit_rate),
-                                              pct(run.ceiling or 0.0)]
-        t.add_row(f"{p.pool_tokens:,}", pct(p.hit_rate), num(p.p50_uncached),
-                  num(p.p90_uncached), num(p.p99_uncached), f"{p.evicted_tokens:,}",
-                  f"{p.failed:,}", *refs, p.source)
-    t.caption = ("uncached = prompt tokens per request not served from the cache; via: curve = "
-                 "the one lru pass, replay = that size's own replay (the pass stood aside)")
-    if run.oracle is not None:
-        t.caption += ("\noracle = Belady's offline bound, one replay per size; ceiling = "
-                      "the infinite pool (every reuse hits)")
-    return t
 
 
 def plot_curve(path: OutputFile, run: CurveRun, title: str) -> None:

@@ -9,22 +9,18 @@ hits came from.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from radix_evict.cache.host_tier import WRITE_POLICIES, HostTierSpec
 from radix_evict.errors import PolicyConfigError
 from radix_evict.policies.registry import registry
-from radix_evict.sim.bound import Bound
-from radix_evict.sim.results import ReplayResult
 from radix_evict.sim.timed.cost import CostModel
 
 from .errors import EXIT_INVALID, EXIT_USAGE, CliError
 from .options import problem_lines, problems_code, read_config_arg
-from .output import pct
 from .preflight import check_fits
 
 # What a host tier costs per token (its KVPool(layers=0) and the host ledgers; measured:
@@ -135,50 +131,3 @@ def check_transfer(host: HostTierSpec | None, model: CostModel) -> None:
 
 
 # The host table's reference row: what it is, not what it would bound.
-HOST_REFERENCE = "oracle + ceiling"
-
-
-def host_table(results: Sequence[ReplayResult], title: str, bound: Bound | None = None) -> Table:
-    """Where each policy's prompt tokens came from, and what moved between the tiers."""
-    t = Table(title=title, title_justify="left")
-    t.add_column("policy")
-    t.add_column("host policy")
-    timed = any(r.timing is not None for r in results)
-    cols = ["device hit", "host hit", "miss", "written to host", "loaded back", "host evicted",
-            "host evictions", "reclaimed"]
-    if timed:
-        cols.append("copy wait s")
-    for col in cols:
-        t.add_column(col, justify="right")
-    for r in results:
-        h = r.host
-        assert h is not None
-        cells = [pct(h.device_hit_rate), pct(h.host_hit_rate), pct(h.miss_rate),
-                 f"{h.written_tokens:,}", f"{h.loaded_tokens:,}", f"{h.host_evicted_tokens:,}",
-                 f"{h.host_evictions:,}", f"{h.reclaimed_tokens:,}"]
-        if timed:
-            cells.append(f"{h.copy_wait_s:,.2f}")
-        t.add_row(r.label, h.host_policy, *cells)
-    h0 = results[0].host
-    assert h0 is not None
-    backup = (f"backed up at insert {h0.write_threshold}" if h0.write_threshold
-              else "backed up on device eviction")
-    t.caption = (f"host tier {h0.host_tokens:,} tokens, {h0.write_policy} ({backup}); hit = "
-                 "prompt tokens found on device / loaded back from host")
-    if timed:
-        t.caption += ("; copy wait = virtual time steps spent on load-backs past their "
-                      "prefill's compute, and on write_back's writes")
-    if bound is not None:
-        o, c = bound.oracle.hit_rate, bound.ceiling.hit_rate
-        t.add_row(HOST_REFERENCE, "", pct(o), pct(max(0.0, c - o)), pct(1 - c),
-                  *[""] * (len(cols) - 3), end_section=True)
-        above = [r.label for r in results
-                 if r.host is not None and r.host.device_hit_rate > o + 1e-12]
-        t.caption += (f"\n{HOST_REFERENCE} = a reference, not a bound: device = the one-tier "
-                      "oracle's hit rate (Belady on the device alone; a host tier's load-backs "
-                      "change what the device holds, so a policy pair can serve more from it), "
-                      "host = the rest of the infinite-pool ceiling, miss = what the ceiling "
-                      "misses (every prefix seen before counts as a hit)"
-                      + (f"; {', '.join(above)} serve{'s' if len(above) == 1 else ''} more "
-                         "from the device here" if above else ""))
-    return t

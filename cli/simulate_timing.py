@@ -7,13 +7,8 @@ and explains the winner the core's objective rule names.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from rich.table import Table
-
-from radix_evict.sim.bound import Bound
-from radix_evict.sim.results import ReplayResult
 from radix_evict.sim.timed.arrivals import ArrivalSpec
 from radix_evict.sim.timed.cost import CostModelError, load_cost_model
 from radix_evict.sim.timed.limits import TimedInputError, check_chunk
@@ -24,7 +19,6 @@ from radix_evict.sim.winner import (
 )
 
 from .errors import EXIT_INVALID, EXIT_USAGE, CliError
-from .output import pct
 
 
 def build_timing(*, timing: bool, seed: int, objective: str, **opts: Any) -> TimingSpec | None:
@@ -85,55 +79,3 @@ def check_page(timing: TimingSpec | None, page_size: int) -> None:
         check_chunk(timing.scheduler.chunked_prefill_size, page_size)
     except TimedInputError as exc:
         raise timed_usage_error(exc) from None
-
-
-def _ms(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
-
-
-def timed_table(results: Sequence[ReplayResult], winner: str, title: str,
-                bound: Bound | None = None) -> Table:
-    """One row per policy: hit rate and the latencies a user feels, under load."""
-    t = Table(title=title, title_justify="left")
-    t.add_column("policy")
-    slo = any(r.timing.slo_attainment is not None for r in results)
-    cols = ["hit rate", "TTFT p50", "TTFT p90", "TTFT p99", "queue p99", "TPOT p50",
-            "e2e p99", "req/s served", "retracted", "peak queue"]
-    if slo:
-        cols[7:7] = ["SLO met", "goodput"]
-    for col in cols:
-        t.add_column(col, justify="right")
-    rows = [*results, bound.oracle] if bound is not None and bound.oracle.timing else list(results)
-    for r in rows:
-        f = r.timing
-        mark = " *" if r.label == winner else ""
-        cells = [pct(r.hit_rate), _ms(f.ttft_ms.p50), _ms(f.ttft_ms.p90), _ms(f.ttft_ms.p99),
-                 _ms(f.queue_ms.p99), "-" if f.tpot_ms is None else _ms(f.tpot_ms.p50),
-                 _ms(f.e2e_ms.p99),
-                 f"{f.throughput_rps:,.2f}", f"{f.retractions:,}", f"{f.peak_queue:,}"]
-        if slo:
-            cells[7:7] = [pct(f.slo_attainment or 0.0), f"{f.goodput_rps or 0.0:,.2f}"]
-        name = r.label + mark
-        if bound is not None and r is bound.oracle:
-            name = f"{r.label} (Belady-guided)"
-        t.add_row(name, *cells, end_section=r is results[-1] and len(rows) > len(results))
-    first = results[0].timing
-    t.caption = (f"* recommended; times in ms of virtual time, cost model {first.cost_model}; "
-                 "TTFT = arrival to first token (queueing + prefill)")
-    if any(r.timing.refused for r in results):
-        t.caption += "; refused requests (too large for the pool) count as SLO misses"
-    if bound is not None and bound.oracle.timing:
-        t.caption += "\n" + timed_oracle_caption(bound, results)
-    return t
-
-
-def timed_oracle_caption(bound: Bound, results: Sequence[ReplayResult]) -> str:
-    """What the timed oracle row is, and who beats it here (on hit rate or p99 TTFT)."""
-    o = bound.oracle.timing
-    assert o is not None
-    hits = bound.beaten_by(results)
-    ttft = [r.label for r in results if r.timing.ttft_ms.p99 < o.ttft_ms.p99]
-    beaten = [f"{', '.join(who)} on {what}" for who, what in ((hits, "hit rate"),
-                                                              (ttft, "p99 TTFT")) if who]
-    return f"oracle = {bound.oracle_is}" + (f"; beaten here by {'; '.join(beaten)}"
-                                             if beaten else "")
