@@ -227,9 +227,7 @@ def _pool_curve(o: SimulateOptions, name: str, params: Sequence[Param], *,
     wl = (build_trace(o.trace, params, o.trace_format, o.block_size) if o.trace is not None
           else build_workloads(name, params, o.seed)[0])
     named = config_files((r.policy, r.config) for r in runs)
-    run_pool_curve(wl, sizes, page_size=o.page_size, seed=o.seed, oracle=o.oracle,
-                   json_out=o.json_out, plot=None if plot is None else plot.reading(named),
-                   progress=o.progress, jobs=o.jobs)
+    run_pool_curve(wl, sizes, o, None if plot is None else plot.reading(named))
 
 
 def _engine(o: SimulateOptions, name: str, params: Sequence[Param], *,
@@ -253,9 +251,7 @@ def _engine(o: SimulateOptions, name: str, params: Sequence[Param], *,
     setup = (tiny_trace_setup(build_trace(o.trace, params, o.trace_format, o.block_size))
              if o.trace is not None else
              tiny_setup(name, o.seed, params_for(name, params, all_mode=False)))
-    run_engine_mode(setup, runs, pool_tokens=o.pool_tokens, page_size=o.page_size,
-                    seed=o.seed, device=device, model=o.model, baseline=o.baseline,
-                    json_out=o.json_out, progress=o.progress)
+    run_engine_mode(setup, runs, o, device)
 
 
 @options_command(SimulateOptions, PANELS)

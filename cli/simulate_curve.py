@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,6 +27,9 @@ from . import output
 from .errors import EXIT_USAGE, CliError
 from .preflight import POOL_BYTES_PER_TOKEN, check_fits
 from .simulate_report import curve_table
+
+if TYPE_CHECKING:
+    from .simulate_options import SimulateOptions
 
 PoolCurveOpt = Annotated[str | None, typer.Option(
     "--pool-curve",
@@ -94,10 +97,10 @@ def refuse_with_curve(*, policies: Sequence[str], pool_tokens: int | None,
                        EXIT_USAGE)
 
 
-def run_pool_curve(wl: Workload, sizes: Sequence[int], *, page_size: int, seed: int,
-                   oracle: bool, json_out: bool, plot: OutputFile | None, progress: bool,
-                   jobs: int | None) -> None:
+def run_pool_curve(wl: Workload, sizes: Sequence[int], o: SimulateOptions,
+                   plot: OutputFile | None) -> None:
     """The curve (and the references), then the table or the JSON, and the plot."""
+    page_size, oracle = o.page_size, o.oracle
     seeded = "" if wl.seed is None else f" (seed {wl.seed})"
     output.note(f"workload {wl.name}{seeded}: {wl.num_requests:,} requests; lru at "
                 f"{len(set(sizes))} pool sizes from one replay (page {page_size})")
@@ -110,8 +113,8 @@ def run_pool_curve(wl: Workload, sizes: Sequence[int], *, page_size: int, seed: 
     def say(message: str) -> None:
         output.note(f"pool curve: {message}")
 
-    with output.progress_bar(f"pool curve of {wl.name}", enabled=progress) as prog:
-        run = curve_with_references(wl, sizes, page_size, oracle=oracle, workers=jobs,
+    with output.progress_bar(f"pool curve of {wl.name}", enabled=o.progress) as prog:
+        run = curve_with_references(wl, sizes, page_size, oracle=oracle, workers=o.jobs,
                                     progress=prog)
     wall = time.perf_counter() - t0
     for p in run.curve.points:
@@ -124,8 +127,8 @@ def run_pool_curve(wl: Workload, sizes: Sequence[int], *, page_size: int, seed: 
     if plot is not None:
         plot_curve(plot, run, f"{wl.name}: lru hit rate by pool size (page {page_size})")
         output.note(f"wrote plot {plot.path}")
-    if json_out:
-        output.emit_json({"mode": "pool-curve", "seed": seed, **run.to_dict(),
+    if o.json_out:
+        output.emit_json({"mode": "pool-curve", "seed": o.seed, **run.to_dict(),
                           "oracle": oracle, "total_wall_s": wall})
     else:
         output.stdout().print(curve_table(run, f"{wl.name}: lru by pool size"))

@@ -10,7 +10,7 @@ recommends and renders.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from radix_evict.engine import requests_from_workload
 from radix_evict.engine.compare import compare_policies
@@ -28,6 +28,9 @@ from .simulate_derived import derived_notes
 from .simulate_recommend import print_recommendation, recommend_served
 from .simulate_report import engine_table
 
+if TYPE_CHECKING:
+    from .simulate_options import SimulateOptions
+
 MODELS = tuple(MODEL_PRESETS)
 
 
@@ -44,13 +47,14 @@ def tiny_trace_setup(trace: Workload) -> tuple[Workload, list[EngineRequest]]:
     return trace, tiny_trace_requests(trace, vocab_size=TinyConfig().vocab_size)
 
 
-def run_engine_mode(setup: tuple[Workload, list[Any]], runs: list[PolicyRun], *,
-                    pool_tokens: int | None, page_size: int, seed: int, device: str,
-                    baseline: bool, json_out: bool, progress: bool, model: str = "tiny") -> None:
+def run_engine_mode(setup: tuple[Workload, list[Any]], runs: list[PolicyRun],
+                    o: SimulateOptions, device: str) -> None:
     """--model tiny: real K/V through the tiny decoder, measured TTFT per policy.
 
     ``device`` is already resolved (``cli.preflight.device_option``).
     """
+    model = o.model or "tiny"
+    page_size, seed = o.page_size, o.seed
     wl, requests = setup
     if not requests:
         raise CliError(f"{wl.name}: no request left to replay after shrinking", EXIT_USAGE)
@@ -58,10 +62,10 @@ def run_engine_mode(setup: tuple[Workload, list[Any]], runs: list[PolicyRun], *,
                 f"{len(requests)} requests")
     derived_notes([wl], runs)
     t0 = time.perf_counter()
-    with output.progress_bar("engine replays", enabled=progress, delay_s=0.0) as prog:
-        rows, pool = compare_policies(wl, requests, runs, pool_tokens=pool_tokens,
+    with output.progress_bar("engine replays", enabled=o.progress, delay_s=0.0) as prog:
+        rows, pool = compare_policies(wl, requests, runs, pool_tokens=o.pool_tokens,
                                       page_size=page_size, device=device, seed=seed,
-                                      baseline=baseline, progress=prog,
+                                      baseline=o.baseline, progress=prog,
                                       model_config=MODEL_PRESETS[model])
     wall = time.perf_counter() - t0
     cached = [r for r in rows if r.policy != "no-cache"]
@@ -71,7 +75,7 @@ def run_engine_mode(setup: tuple[Workload, list[Any]], runs: list[PolicyRun], *,
                         f"{r.result.requests:,} requests found no room even after eviction "
                         "(pool too small?); they were dropped, not served")
     rec = recommend_served(cached)
-    if json_out:
+    if o.json_out:
         output.emit_json({
             "mode": "engine", "model": model, "device": rows[0].result.device if rows else device,
             "workload": describe_workload(wl), "requests": len(requests), "pool_tokens": pool,
