@@ -34,7 +34,7 @@ def calibrate(
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write the model here (TOML), for simulate --cost-model.")] = None,
     name: Annotated[str | None, typer.Option(
-        "--name", help="The model's name (default: the CSV's file name).")] = None,
+        "--name", help="The model's name.", show_default="the CSV's file name")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
     force: ForceOpt = False,
 ) -> None:
