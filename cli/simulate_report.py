@@ -20,7 +20,7 @@ def render(text: TextTable) -> Table:
     """A rich table of ``text`` (core's :mod:`radix_evict.sim.tables` assembles it)."""
     t = Table(title=text.title, title_justify="left")
     for c in text.columns:
-        t.add_column(c.name, justify=c.justify, **({"overflow": "fold"} if c.fold else {}))
+        t.add_column(c.name, justify=c.justify, overflow="fold" if c.fold else "ellipsis")
     for i, row in enumerate(text.rows):
         t.add_row(*row, end_section=i in text.section_ends)
     if text.caption is not None:

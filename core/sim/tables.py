@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from radix_evict.sim.bound import Bound
 from radix_evict.sim.configs import DERIVED
 from radix_evict.sim.pool_curve_runs import CurveRun
 from radix_evict.sim.results import ReplayResult
+
+Justify = Literal["left", "right"]
 
 
 @dataclass
@@ -24,7 +26,7 @@ class Column:
     """A column's name, alignment (``left``/``right``) and whether long cells fold."""
 
     name: str
-    justify: str = "left"
+    justify: Justify = "left"
     fold: bool = False
 
 
@@ -38,7 +40,8 @@ class TextTable:
     section_ends: set[int] = field(default_factory=set)
     caption: str | None = None
 
-    def add_column(self, name: str, justify: str = "left", overflow: str | None = None) -> None:
+    def add_column(self, name: str, justify: Justify = "left",
+                   overflow: str | None = None) -> None:
         self.columns.append(Column(name, justify, overflow == "fold"))
 
     def add_row(self, *cells: str, end_section: bool = False) -> None:
