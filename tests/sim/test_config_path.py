@@ -3,13 +3,16 @@ below it (runs, replays, the engine's comparison, simulate's report) takes that 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from helpers.rigs import run_cli
 
 from radix_evict.builtin_policies.frequency import SLRUConfig
 from radix_evict.errors import PolicyConfigError
+from radix_evict.sim import recommend as recommend_mod
 from radix_evict.sim.configs import DERIVED, GIVEN, NONE, PolicyRun
 from radix_evict.sim.recommend import recommend_timed
 from radix_evict.sim.replay import replay
@@ -101,3 +104,17 @@ def test_workload_choice_and_params() -> None:
         select_workloads(["chat"], [_P("nope", "x", 1)], 0)
     with pytest.raises(WorkloadError, match="a trace takes only"):
         trace_params([_P(None, "convs", 3)])
+
+
+def test_the_matrix_recommendation_uses_the_core_s_winners(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """The recommendation lives in sim.recommend now: it must not choose a winner again."""
+    def again(*_: object) -> None:
+        raise AssertionError("the recommendation chose a winner the core had chosen")
+
+    monkeypatch.setattr(recommend_mod, "choose_winner", again)
+    r = run_cli("simulate", "-w", "chat,agentic", "-P", "chat.convs=8", "-P", "sessions=4",
+                "-p", "lru", "-p", "lfu", "--json", "--jobs", "1")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["winners"] == {w: x["policy"] for w, x in data["recommendations"].items()}
