@@ -26,82 +26,7 @@ from .simulate_host import (
 )
 from .writes import ForceOpt
 
-PolicyOpt = Annotated[list[str] | None, typer.Option(
-    "--policy", "-p",
-    help="Policy to replay (repeatable): one of {choices}. Registered but hidden (not offered "
-         "here): {hidden}.", show_default="the five public ones")]
-ConfigOpt = Annotated[list[str] | None, typer.Option(
-    "--config", "-c",
-    help="Policy config (repeatable): JSON for the --policy in the same position, or NAME=JSON, "
-         "or @FILE. tlru without one gets a config derived from the workload.")]
-WorkloadOpt = Annotated[str | None, typer.Option(
-    "--workload", "-w",
-    help="Built-in workload, 'A,B' or 'all' for a policy x workload matrix "
-         "(see --list-workloads).", show_default=DEFAULT_WORKLOAD)]
-ParamOpt = Annotated[list[str] | None, typer.Option(
-    "--param", "-P",
-    help="Workload parameter KEY=VALUE or WORKLOAD.KEY=VALUE (repeatable), e.g. convs=50.")]
-TraceOpt = Annotated[Path | None, typer.Option(
-    "--trace",
-    help="JSONL trace: Mooncake (512-token blocks), Alibaba Bailian/Qwen (16-token blocks, "
-         "linked turns) or ServeGen offline, detected from the first record (see "
-         "--trace-format); default pool 4,000,000 tokens.")]
-TraceFormatOpt = Annotated[str, typer.Option(
-    "--trace-format",
-    help="With --trace: 'auto' (detect from the first record) or an installed format: "
-         "mooncake, bailian, servegen, or one a package adds (entry points "
-         "radix_evict.trace_formats).")]
-BlockSizeOpt = Annotated[int | None, typer.Option(
-    "--block-size", min=1,
-    help="With --trace: tokens per hash_id block (ServeGen needs it).",
-    show_default="the format's")]
-PoolOpt = Annotated[int | None, typer.Option(
-    "--pool-tokens", min=1, help="KV pool size in tokens.", show_default="the workload's")]
-PageOpt = Annotated[int, typer.Option("--page-size", min=1, help="Tokens per KV page.")]
-SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Workload (and model) seed.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
-PlotOpt = Annotated[Path | None, typer.Option(
-    "--plot",
-    help="Write a PNG: hit rate and tail uncached tokens per policy, and hit rate over time.")]
-MetricsOpt = Annotated[Path | None, typer.Option(
-    "--enable-metrics", help="Write the cache counters in Prometheus text format.")]
-ModelOpt = Annotated[str | None, typer.Option(
-    "--model", help="Replay through a real decoder with K/V in the pool: 'tiny', or "
-    "'tiny-gpu' (wide enough that prefill time grows with the prompt on a GPU).")]
-DeviceOpt = Annotated[str, typer.Option(
-    "--device", help="With --model: auto, cpu, cuda or cuda:N (auto: the current GPU, else cpu).")]
-BaselineOpt = Annotated[bool, typer.Option(
-    "--baseline/--no-baseline", help="With --model: also run without a cache.")]
-ProgressOpt = Annotated[bool, typer.Option(
-    "--progress/--no-progress", help="Progress bar on a terminal for runs over a second.")]
-ListOpt = Annotated[bool, typer.Option(
-    "--list-workloads", help="List the built-in workloads and their parameters.")]
-OracleOpt = Annotated[bool, typer.Option(
-    "--oracle",
-    help="Also replay the offline bound (Belady: evict the leaf used again farthest in the "
-         "future) and the infinite-pool ceiling; adds an 'oracle' row and each policy's share "
-         "of the lru-to-oracle gap. A reference, not a policy you can run. With --timing the "
-         "oracle is a Belady-guided replay, not a bound: no gap is measured against it.")]
-JobsOpt = Annotated[int | None, typer.Option(
-    "--jobs", "-j", min=1,
-    help="Worker processes for the replays (more processes than cores when that finishes "
-         "sooner, e.g. 3 for 5 replays on 2 cores). The figures do not depend on it.",
-    show_default="planned from the cores")]
-
-# The timed replay (docs/replay.md): TTFT and SLOs under load, in virtual time.
-TimingOpt = Annotated[bool, typer.Option(
-    "--timing",
-    help="Replay through a continuous-batching server in virtual time: TTFT, queueing, "
-         "TPOT, end-to-end latency, SLO attainment and goodput per policy.")]
-MaxRunningOpt = Annotated[int | None, typer.Option(
-    "--max-running", min=1,
-    help="With --timing: most requests running at once (SGLang's --max-running-requests).",
-    show_default="SGLang's: min(2048, pool tokens / 2)")]
-RateOpt = Annotated[float | None, typer.Option(
-    "--rate", min=0.0,
-    help="With --timing: Poisson arrivals, about R requests per second (a workload's new "
-         "sessions come at R x sessions/requests per second).",
-    show_default="the workload's own session starts and think times, or a trace's timestamps")]
+# The timed options sweep shares (cli/sweep_options.py); the rest are SimulateOptions fields.
 ConcurrencyOpt = Annotated[int | None, typer.Option(
     "--concurrency", min=1,
     help="With --timing: a closed loop of N clients; each sends its next request (or starts "
@@ -110,18 +35,10 @@ TimeScaleOpt = Annotated[float | None, typer.Option(
     "--time-scale", min=0.0,
     help="With --timing: multiply every inter-arrival and think time (2 = half speed, "
          "0.5 = double speed).")]
-CostModelOpt = Annotated[str | None, typer.Option(
-    "--cost-model",
-    help="With --timing: a preset ({presets}) or a TOML/JSON file (see `radix-evict "
-         "calibrate`).", show_default="llama3-8b-h100")]
 SloTtftOpt = Annotated[float | None, typer.Option(
     "--slo-ttft", min=0.0, help="With --timing: TTFT SLO in ms (adds SLO attainment, goodput).")]
 SloTpotOpt = Annotated[float | None, typer.Option(
     "--slo-tpot", min=0.0, help="With --timing: time-per-output-token SLO in ms.")]
-ObjectiveOpt = Annotated[str, typer.Option(
-    "--objective",
-    help="What the recommendation ranks by: hit-rate, ttft-p99 or slo (the last two with "
-         "--timing; slo with --slo-ttft or --slo-tpot).")]
 ChunkedPrefillOpt = Annotated[int | None, typer.Option(
     "--chunked-prefill-size", min=0,
     help="With --timing: prefill a long prompt in chunks of N tokens (SGLang's option; "
@@ -146,26 +63,76 @@ PANELS = {
 class SimulateOptions:
     """Every ``simulate`` option as given; fields in panel order (:data:`PANELS`)."""
 
-    workload: WorkloadOpt = None
-    param: ParamOpt = None
-    trace: TraceOpt = None
-    trace_format: TraceFormatOpt = "auto"
-    block_size: BlockSizeOpt = None
-    seed: SeedOpt = 0
-    list_workloads: ListOpt = False
-    pool_tokens: PoolOpt = None
-    page_size: PageOpt = 1
+    workload: Annotated[str | None, typer.Option(
+        "--workload", "-w",
+        help="Built-in workload, 'A,B' or 'all' for a policy x workload matrix "
+             "(see --list-workloads).", show_default=DEFAULT_WORKLOAD)] = None
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", "-P",
+        help="Workload parameter KEY=VALUE or WORKLOAD.KEY=VALUE (repeatable), "
+             "e.g. convs=50.")] = None
+    trace: Annotated[Path | None, typer.Option(
+        "--trace",
+        help="JSONL trace: Mooncake (512-token blocks), Alibaba Bailian/Qwen (16-token blocks, "
+             "linked turns) or ServeGen offline, detected from the first record (see "
+             "--trace-format); default pool 4,000,000 tokens.")] = None
+    trace_format: Annotated[str, typer.Option(
+        "--trace-format",
+        help="With --trace: 'auto' (detect from the first record) or an installed format: "
+             "mooncake, bailian, servegen, or one a package adds (entry points "
+             "radix_evict.trace_formats).")] = "auto"
+    block_size: Annotated[int | None, typer.Option(
+        "--block-size", min=1,
+        help="With --trace: tokens per hash_id block (ServeGen needs it).",
+        show_default="the format's")] = None
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Workload (and model) seed.")] = 0
+    list_workloads: Annotated[bool, typer.Option(
+        "--list-workloads", help="List the built-in workloads and their parameters.")] = False
+    pool_tokens: Annotated[int | None, typer.Option(
+        "--pool-tokens", min=1, help="KV pool size in tokens.",
+        show_default="the workload's")] = None
+    page_size: Annotated[int, typer.Option("--page-size", min=1, help="Tokens per KV page.")] = 1
     pool_curve: PoolCurveOpt = None
-    policy: PolicyOpt = None
-    config: ConfigOpt = None
-    oracle: OracleOpt = False
-    objective: ObjectiveOpt = "hit-rate"
-    timing: TimingOpt = False
-    max_running: MaxRunningOpt = None
-    rate: RateOpt = None
+    policy: Annotated[list[str] | None, typer.Option(
+        "--policy", "-p",
+        help="Policy to replay (repeatable): one of {choices}. Registered but hidden (not offered "
+             "here): {hidden}.", show_default="the five public ones")] = None
+    config: Annotated[list[str] | None, typer.Option(
+        "--config", "-c",
+        help="Policy config (repeatable): JSON for the --policy in the same position, or "
+             "NAME=JSON, or @FILE. tlru without one gets a config derived from the "
+             "workload.")] = None
+    oracle: Annotated[bool, typer.Option(
+        "--oracle",
+        help="Also replay the offline bound (Belady: evict the leaf used again farthest in the "
+             "future) and the infinite-pool ceiling; adds an 'oracle' row and each policy's share "
+             "of the lru-to-oracle gap. A reference, not a policy you can run. With --timing the "
+             "oracle is a Belady-guided replay, not a bound: no gap is measured against "
+             "it.")] = False
+    objective: Annotated[str, typer.Option(
+        "--objective",
+        help="What the recommendation ranks by: hit-rate, ttft-p99 or slo (the last two with "
+             "--timing; slo with --slo-ttft or --slo-tpot).")] = "hit-rate"
+    timing: Annotated[bool, typer.Option(
+        "--timing",
+        help="Replay through a continuous-batching server in virtual time: TTFT, queueing, "
+             "TPOT, end-to-end latency, SLO attainment and goodput per policy.")] = False
+    max_running: Annotated[int | None, typer.Option(
+        "--max-running", min=1,
+        help="With --timing: most requests running at once (SGLang's --max-running-requests).",
+        show_default="SGLang's: min(2048, pool tokens / 2)")] = None
+    rate: Annotated[float | None, typer.Option(
+        "--rate", min=0.0,
+        help="With --timing: Poisson arrivals, about R requests per second (a workload's new "
+             "sessions come at R x sessions/requests per second).",
+        show_default="the workload's own session starts and think times, or a trace's "
+                     "timestamps")] = None
     concurrency: ConcurrencyOpt = None
     time_scale: TimeScaleOpt = None
-    cost_model: CostModelOpt = None
+    cost_model: Annotated[str | None, typer.Option(
+        "--cost-model",
+        help="With --timing: a preset ({presets}) or a TOML/JSON file (see `radix-evict "
+             "calibrate`).", show_default="llama3-8b-h100")] = None
     slo_ttft: SloTtftOpt = None
     slo_tpot: SloTpotOpt = None
     chunked_prefill_size: ChunkedPrefillOpt = None
@@ -175,15 +142,31 @@ class SimulateOptions:
     write_threshold: WriteThresholdOpt = None
     host_policy: HostPolicyOpt = None
     host_config: HostConfigOpt = None
-    json_out: JsonOpt = False
-    plot: PlotOpt = None
-    metrics: MetricsOpt = None
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False
+    plot: Annotated[Path | None, typer.Option(
+        "--plot",
+        help="Write a PNG: hit rate and tail uncached tokens per policy, and hit rate over "
+             "time.")] = None
+    metrics: Annotated[Path | None, typer.Option(
+        "--enable-metrics", help="Write the cache counters in Prometheus text format.")] = None
     force: ForceOpt = False
-    progress: ProgressOpt = True
-    jobs: JobsOpt = None
-    model: ModelOpt = None
-    device: DeviceOpt = "auto"
-    baseline: BaselineOpt = True
+    progress: Annotated[bool, typer.Option(
+        "--progress/--no-progress",
+        help="Progress bar on a terminal for runs over a second.")] = True
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", "-j", min=1,
+        help="Worker processes for the replays (more processes than cores when that finishes "
+             "sooner, e.g. 3 for 5 replays on 2 cores). The figures do not depend on it.",
+        show_default="planned from the cores")] = None
+    model: Annotated[str | None, typer.Option(
+        "--model", help="Replay through a real decoder with K/V in the pool: 'tiny', or "
+        "'tiny-gpu' (wide enough that prefill time grows with the prompt on a GPU).")] = None
+    device: Annotated[str, typer.Option(
+        "--device",
+        help="With --model: auto, cpu, cuda or cuda:N (auto: the current GPU, else "
+             "cpu).")] = "auto"
+    baseline: Annotated[bool, typer.Option(
+        "--baseline/--no-baseline", help="With --model: also run without a cache.")] = True
 
     @property
     def policies(self) -> list[str]:
