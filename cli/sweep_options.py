@@ -9,6 +9,7 @@ options every cell shares.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -45,6 +46,11 @@ Texts = list[str] | None
 
 def _opt(*names: str, help: str, **kw: Any) -> Any:
     return typer.Option(*names, help=help, **kw)
+
+
+def _no_default(text: str) -> str:
+    """simulate's shared help without its "(default ...)" prose: typer shows the default."""
+    return re.sub(r" \(default: [^)]*\)", "", text).replace("(default; ", "(")
 
 
 @dataclass(frozen=True)
@@ -121,14 +127,16 @@ class SweepOptions:
         "--hicache-ratio", help=f"{HICACHE_RATIO_HELP} A grid axis: R1,R2,... (instead of "
                                 "--host-tokens).")] = None
     write_policy: Annotated[Texts, _opt(
-        "--write-policy", help=f"{WRITE_POLICY_HELP} A grid axis: W1,W2,...")] = None
+        "--write-policy", help=f"{_no_default(WRITE_POLICY_HELP)} A grid axis: W1,W2,...",
+        show_default="write_through")] = None
     host_policy: Annotated[Texts, _opt(
-        "--host-policy", help=f"{HOST_POLICY_HELP} A grid axis: P1,P2,...; "
-                              f"'{DEVICE_POLICY}' is the default.")] = None
+        "--host-policy", help=f"{_no_default(HOST_POLICY_HELP)} A grid axis: P1,P2,...",
+        show_default=f"{DEVICE_POLICY}: the device policy, as SGLang does")] = None
     write_threshold: Annotated[int | None, _opt(
-        "--write-threshold", min=1, help=f"{WRITE_THRESHOLD_HELP} One value, for the "
-                                         "write-through cells (write_back writes on device "
-                                         "eviction).")] = None
+        "--write-threshold", min=1, help=f"{_no_default(WRITE_THRESHOLD_HELP)} One value, for "
+                                         "the write-through cells (write_back writes on device "
+                                         "eviction).", show_default="the write policy's, 1 or 2")] \
+        = None
     host_config: Annotated[Texts, _opt(
         "--host-config", help=f"{HOST_CONFIG_HELP} Repeatable: NAME=JSON for host policy NAME; "
                               "plain JSON or @FILE for the one --host-policy.")] = None
