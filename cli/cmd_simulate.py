@@ -19,10 +19,12 @@ from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.outputs import OutputFile
 from radix_evict.sim.bound import Bound
 from radix_evict.sim.failures import RunFailure
+from radix_evict.sim.recommend import recommend_workloads
 from radix_evict.sim.report import TIERS_WORKLOAD, SimulateReport
 from radix_evict.sim.results import ReplayResult
 from radix_evict.sim.runs import PolicyRun, policy_matrix, replay_policies
 from radix_evict.sim.timed.spec import TimingSpec
+from radix_evict.sim.winner import NothingServedError, ObjectiveError
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload
 
 from . import output, simulate_failures
@@ -40,13 +42,7 @@ from .preflight import (
 from .simulate_derived import derived_notes
 from .simulate_host import build_host, check_host_fits, check_transfer
 from .simulate_options import PANELS, SimulateOptions
-from .simulate_recommend import (
-    NOTHING_SERVED,
-    print_recommendation,
-    recommend,
-    recommend_served,
-    recommend_timed,
-)
+from .simulate_recommend import NOTHING_SERVED, print_recommendation
 from .simulate_report import (
     hit_rate_pivot,
     host_table,
@@ -121,19 +117,13 @@ def _replay(wls: list[Workload], runs: list[PolicyRun], o: SimulateOptions, *, s
                                     timing=timing)
     wall = time.perf_counter() - t0
     _warn_failed(results)
-    if matrix is None:
-        recs = {wls[0].name: recommend_served(results) if timing is None
-                else recommend_timed(results, o.objective)}
-    else:
-        m = matrix
-        names = [w.name for w in wls if w.name in m.winners]  # the core named each winner
-        if not names:
-            raise CliError(NOTHING_SERVED, EXIT_INVALID)
-        recs = {w: recommend([r for r in results if r.workload == w],
-                             (m.cell(w, m.winners[w]), m.tie_breaks.get(w, False)))
-                if timing is None else
-                recommend_timed([r for r in results if r.workload == w], o.objective)
-                for w in names}
+    try:
+        recs = recommend_workloads([w.name for w in wls], results, matrix,
+                                   timed=timing is not None, objective=o.objective)
+    except NothingServedError:
+        raise CliError(NOTHING_SERVED, EXIT_INVALID) from None
+    except ObjectiveError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
     return SimulateReport(wls, [r.name for r in runs], results, recs, o.seed, o.page_size,
                           o.pool_tokens, matrix, bounds, derived, failures, timing,
                           o.objective, host, wall)

@@ -7,14 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from radix_evict.sim.recommend import NOTHING_SERVED, RULE, Recommendation, recommend
-from radix_evict.sim.recommend import recommend_timed as _recommend_timed
-from radix_evict.sim.winner import NothingServedError, ObjectiveError, choose_winner
+from radix_evict.sim.winner import NothingServedError, choose_winner
 
 from . import output
-from .errors import EXIT_INVALID, EXIT_USAGE, CliError
+from .errors import EXIT_INVALID, CliError
 
 __all__ = ["NOTHING_SERVED", "RULE", "Recommendation", "choose_winner", "print_recommendation",
-           "recommend", "recommend_served", "recommend_timed"]
+           "recommend", "recommend_served"]
 
 
 def recommend_served(results: Sequence[Any]) -> Recommendation:
@@ -23,16 +22,6 @@ def recommend_served(results: Sequence[Any]) -> Recommendation:
         return recommend(results)
     except NothingServedError:
         raise CliError(NOTHING_SERVED, EXIT_INVALID) from None
-
-
-def recommend_timed(results: Sequence[Any], objective: str) -> Recommendation:
-    """The timed winner under ``objective``, explained; refusals as exit codes."""
-    try:
-        return _recommend_timed(results, objective)
-    except NothingServedError:
-        raise CliError(NOTHING_SERVED, EXIT_INVALID) from None
-    except ObjectiveError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
 
 
 def print_recommendation(rec: Recommendation, prefix: str = "") -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from radix_evict.policies.contract import DEFAULT_POLICY
-from radix_evict.sim.results import ReplayResult
+from radix_evict.sim.results import MatrixResult, ReplayResult
 from radix_evict.sim.winner import (
     NEAR_TIE,
     NothingServedError,
@@ -26,7 +26,8 @@ from radix_evict.sim.winner import (
 )
 from radix_evict.sim.winner import WINNER_RULE as RULE
 
-__all__ = ["NOTHING_SERVED", "RULE", "Recommendation", "recommend", "recommend_timed"]
+__all__ = ["NOTHING_SERVED", "RULE", "Recommendation", "recommend", "recommend_timed",
+           "recommend_workloads"]
 
 
 @dataclass(frozen=True)
@@ -171,3 +172,22 @@ def recommend_timed(results: Sequence[ReplayResult], objective: str) -> Recommen
                    f"{_ms(by_hits.timing.ttft_ms.p99)} ms: the timed verdict differs "
                    "(docs/choosing.md says why)")
     return Recommendation(winner.label, reason, False)
+
+
+def recommend_workloads(names: Sequence[str], results: Sequence[ReplayResult],
+                        matrix: MatrixResult | None = None, *, timed: bool = False,
+                        objective: str = "hit-rate") -> dict[str, Recommendation]:
+    """The recommendation for each workload, in order: the one workload's (``matrix`` None),
+    or each workload's the matrix named a winner for (its winner explained, not chosen
+    again; a timed one under ``objective``). NothingServedError when there is none."""
+    if matrix is None:
+        (name,) = names
+        return {name: recommend_timed(results, objective) if timed else recommend(results)}
+    named = [w for w in names if w in matrix.winners]  # the core named each winner
+    if not named:
+        raise NothingServedError(NOTHING_SERVED)
+    cells = {w: [r for r in results if r.workload == w] for w in named}
+    if timed:
+        return {w: recommend_timed(cells[w], objective) for w in named}
+    return {w: recommend(cells[w], (matrix.cell(w, matrix.winners[w]),
+                                    matrix.tie_breaks.get(w, False))) for w in named}

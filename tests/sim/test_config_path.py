@@ -118,3 +118,15 @@ def test_the_matrix_recommendation_uses_the_core_s_winners(monkeypatch: pytest.M
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert data["winners"] == {w: x["policy"] for w, x in data["recommendations"].items()}
+
+
+def test_recommend_workloads_one_and_matrix() -> None:
+    from radix_evict.sim.recommend import recommend_workloads
+
+    w = get_workload("chat", convs=6)
+    results = replay_policies(w, ["lru", "lfu"], pool_tokens=4000)
+    [(name, rec)] = recommend_workloads([w.name], results).items()
+    assert name == w.name and rec.policy in {"lru", "lfu"}
+    m = policy_matrix([w], ["lru", "lfu"], pool_tokens=4000)
+    recs = recommend_workloads([w.name], m.results, m)
+    assert recs[w.name].policy == m.winners[w.name]
