@@ -203,3 +203,20 @@ def progress_bar(description: str, *, enabled: bool = True, delay_s: float = 1.0
     finally:
         if bar is not None:
             bar.stop()
+
+
+def rendered_by(render: Callable[[Any], Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Wrap a core table builder so that it returns ``render`` of what it builds.
+
+    Core assembles a table's text; each command renders it its own way (rich,
+    with its own alignment rules): ``policy_table = rendered_by(render)(tables.policy_table)``.
+    """
+
+    def wrap(build: Callable[..., Any]) -> Callable[..., Any]:
+        def table(*args: Any, **kwargs: Any) -> Any:
+            return render(build(*args, **kwargs))
+
+        table.__doc__ = build.__doc__
+        return table
+
+    return wrap

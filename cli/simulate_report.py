@@ -4,9 +4,6 @@ curve's) as rich tables, and the list of workloads."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from rich.table import Table
 
 from radix_evict.sim import tables
@@ -28,12 +25,7 @@ def render(text: TextTable) -> Table:
     return t
 
 
-def _rendered(build: Callable[..., TextTable]) -> Callable[..., Table]:
-    def table(*args: Any, **kwargs: Any) -> Table:
-        return render(build(*args, **kwargs))
-
-    table.__doc__ = build.__doc__
-    return table
+_rendered = output.rendered_by(render)
 
 
 policy_table = _rendered(tables.policy_table)

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from rich.table import Table
 
 from radix_evict.sim.sweep import tables
 from radix_evict.sim.sweep.tables import LEFT, TextTable, cell_workload
+
+from . import output
 
 __all__ = ["best_table", "cell_workload", "curve_table", "host_curve_table", "render",
            "rows_table"]
@@ -26,12 +25,7 @@ def render(text: TextTable) -> Table:
     return t
 
 
-def _rendered(build: Callable[..., TextTable]) -> Callable[..., Table]:
-    def table(*args: Any, **kwargs: Any) -> Table:
-        return render(build(*args, **kwargs))
-
-    table.__doc__ = build.__doc__
-    return table
+_rendered = output.rendered_by(render)
 
 
 rows_table = _rendered(tables.rows_table)
