@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install simulate test lint typecheck imports docs bench clean sglang-env vllm-env
+.PHONY: install simulate test lint typecheck imports docs bench clean sglang-env vllm-env router-env
 
 # setup.py compiles these (core/cache/compiled.py lists them): an edit needs a rebuild.
 COMPILED := $(addprefix core/cache/,$(addsuffix .py,args tree eviction ownership slots pool host_tier radix_tree radix_cache))
@@ -57,6 +57,21 @@ $(VLLM_STAMP): tests/vllm_env_requirements.txt | $(STAMP)
 
 vllm-env: $(VLLM_STAMP)
 
+# SGLang's router (sglang-router 0.3.2: a Rust router with a Python launcher, runs on CPU) for the
+# router exactness test (tests/sim/fleet/test_router_exactness.py starts it on 127.0.0.1 over
+# stand-in workers): installed whole into a venv of its own, never into radix-evict's.
+ROUTER_VERSION := 0.3.2
+ROUTER_ENV     := build/router-env
+ROUTER_STAMP   := $(ROUTER_ENV)/.built-$(ROUTER_VERSION)
+
+$(ROUTER_STAMP):
+	rm -rf $(ROUTER_ENV)
+	$(PYTHON) -m venv $(ROUTER_ENV)
+	$(ROUTER_ENV)/bin/python -m pip install --no-input -q "sglang-router==$(ROUTER_VERSION)"
+	touch $@
+
+router-env: $(ROUTER_STAMP)
+
 simulate: $(STAMP)
 	$(VENV)/bin/radix-evict simulate
 
@@ -82,7 +97,7 @@ imports: $(STAMP)
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(CURDIR)/build/site
 
-test: lint typecheck imports docs sglang-env vllm-env
+test: lint typecheck imports docs sglang-env vllm-env router-env
 	$(PY) -m pytest -q tests
 	cd plugins_example && ../$(PY) -m pytest -q tests
 	cd plugins_example/classics && ../../$(PY) -m pytest -q tests
