@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import logging
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -28,7 +29,13 @@ def load_harness() -> ModuleType:
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
-    spec.loader.exec_module(mod)
+    # the harness turns logging off process-wide (logging.disable(WARNING)) at import: a test
+    # that reads a library's log lines later in the same session would see none
+    was = logging.root.manager.disable
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        logging.disable(was)
     return mod
 
 
