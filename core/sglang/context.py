@@ -23,6 +23,19 @@ and records nothing (one attribute test per tree operation). The fields, from SG
   what its final checkpoint inserts (``len(req.output_ids_through_stop)``); None before.
   ``sampling_params.max_new_tokens`` is only a bound, so it is not used.
 
+Hints (docs/hints.md), only what SGLang 0.5.23's objects carry:
+
+- ``session_end``: True when the request's session is marked to close once its
+  requests finish (``Session.close_on_finish``, ``srt/session/session_controller.py``
+  98, set by a close that arrives while a request runs, 433); read at the
+  checkpoint, when the request finishes. None outside a session or before a close.
+- ``retention_s``: the session's idle ``timeout`` its client gave at ``open_session``
+  (``srt/managers/io_struct.py`` 2433, ``session_controller.py`` 90-95): the
+  session is closed after that many idle seconds (107-110).
+- ``cache_key``: ``req.extra_key`` (``io_struct.py`` 325, ``schedule_batch.py``
+  1170: the client's key, with a LoRA id appended).
+- ``next_request_s``: nothing in SGLang carries it (None).
+
 A request's context is built once, at its first lookup, and kept on the ``Req`` (the
 scheduler drops a finished request's media, so it is read while it is there); the final
 checkpoint's copy adds ``output_len``. Where it is recorded: on the nodes a lookup with a
@@ -63,7 +76,10 @@ def at_checkpoint(req: Any) -> RequestContext | None:
     if ctx is None or ctx.output_len is not None or not _finished(req):
         return ctx
     n = _output_len(req)
-    return ctx if n is None else replace(ctx, output_len=n)
+    closing = _session_closing(req)
+    if n is None and closing is None:
+        return ctx
+    return replace(ctx, output_len=n, session_end=closing or ctx.session_end)
 
 
 def build(req: Any) -> RequestContext:
@@ -83,7 +99,26 @@ def build(req: Any) -> RequestContext:
         arrival=_arrival(req),
         output_len=None,
         rid=None if rid is None else str(rid),
+        session_end=_session_closing(req),
+        retention_s=_seconds(getattr(session_obj, "timeout", None)),
+        cache_key=_key(getattr(req, "extra_key", None)),
     )
+
+
+def _session_closing(req: Any) -> bool | None:
+    """True when ``req``'s session is to close once its requests finish; else None."""
+    session = getattr(req, "session", None)
+    return True if getattr(session, "close_on_finish", False) is True else None
+
+
+def _seconds(x: Any) -> float | None:
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0:
+        return float(x)
+    return None
+
+
+def _key(x: Any) -> str | None:
+    return x if isinstance(x, str) and x else None
 
 
 def _int(x: Any) -> int | None:

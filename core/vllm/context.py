@@ -13,6 +13,16 @@ So, for a policy with ``uses_context`` (no other gets a context built):
   "kind": "image", "priority": 1, "arrival": 1718000000.5, "output_len": 200}``. A field
   with the wrong type is left None (logged once per field); unknown keys are ignored.
   Without the key they stay None.
+- hints (docs/hints.md): ``session_end`` (true/false), ``retention_s``,
+  ``next_request_s`` (seconds >= 0) and ``cache_key`` (text), from the same
+  ``kv_transfer_params`` key, or from the request's ``kv_hints`` envelope
+  (``ReqContext.kv_hints``, ``v1/kv_offload/base.py`` 95; an envelope of actions,
+  ``v1/kv_hints/protocol.py`` 9-26, whose action types vLLM 0.33.0 leaves to the
+  component): an action of type ``"radix_evict_context"`` whose ``payload`` has
+  the same keys (the ``kv_transfer_params`` value wins where both give one).
+  vLLM's OpenAI server accepts ``prompt_cache_key``/``prompt_cache_retention``
+  and ignores them (``entrypoints/openai/responses/protocol.py`` 325, 340): they
+  reach no ``Request``, so nothing here reads them.
 
 The context is built once per request and kept in the ``ReqContext``'s per-request state.
 """
@@ -53,6 +63,15 @@ def _seconds(x: Any) -> float | None:
     return None
 
 
+def _duration(x: Any) -> float | None:
+    s = _seconds(x)
+    return s if s is not None and s >= 0 else None
+
+
+def _flag(x: Any) -> bool | None:
+    return x if isinstance(x, bool) else None
+
+
 # Each field a client may send, and how its value is read (None: refused).
 FIELDS: dict[str, Callable[[Any], Any]] = {
     "session": _id,
@@ -62,7 +81,12 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "priority": _int,
     "arrival": _seconds,
     "output_len": _count,
+    "session_end": _flag,
+    "retention_s": _duration,
+    "next_request_s": _duration,
+    "cache_key": _str,
 }
+HINT_ACTION = "radix_evict_context"  # a kv_hints action type whose payload this reads
 _warned: set[str] = set()
 
 
@@ -79,8 +103,16 @@ def build(req_context: Any) -> RequestContext:
     """:class:`RequestContext` from a ``ReqContext``: its id, and what the client sent."""
     rid = getattr(req_context, "req_id", None)
     fields: dict[str, Any] = {}
+    for action in getattr(getattr(req_context, "kv_hints", None), "actions", None) or ():
+        if getattr(action, "action_type", None) == HINT_ACTION:
+            _read(getattr(action, "payload", None), fields, HINT_ACTION)
     params = getattr(req_context, "kv_transfer_params", None)
-    sent = params.get(PARAMS_KEY) if isinstance(params, Mapping) else None
+    _read(params.get(PARAMS_KEY) if isinstance(params, Mapping) else None, fields, PARAMS_KEY)
+    return RequestContext(rid=None if rid is None else str(rid), **fields)
+
+
+def _read(sent: Any, fields: dict[str, Any], where: str) -> None:
+    """Each known field of the client's object ``sent`` into ``fields`` (wrong types refused)."""
     if isinstance(sent, Mapping):
         for name, read in FIELDS.items():
             raw = sent.get(name)
@@ -92,8 +124,7 @@ def build(req_context: Any) -> RequestContext:
                 continue
             fields[name] = value
     elif sent is not None:
-        _refused(PARAMS_KEY, sent)
-    return RequestContext(rid=None if rid is None else str(rid), **fields)
+        _refused(where, sent)
 
 
 def _refused(name: str, value: Any) -> None:
