@@ -137,6 +137,10 @@ class BlockTrace(Workload):
         return Request(f"r{i}", full[:il], full[il:], 0, arrival, self._root[i], self._turn[i],
                        "trace", full)
 
+    def session_of(self, i: int) -> int:
+        """Request ``i``'s session: its conversation's first row."""
+        return self._root[i]
+
     def context_of(self, req: Request) -> RequestContext:
         """Its conversation (the first turn's row), the turn it continues and its turn, its
         type where the format records one, its arrival and output length."""

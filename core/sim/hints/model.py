@@ -1,0 +1,131 @@
+"""A workload whose requests carry hints: "what if clients sent this".
+
+:func:`with_hints` wraps a workload; the wrapper's ``context_of`` adds each
+hint to the request's :class:`~radix_evict.cache.context.RequestContext`:
+
+- a session's client sends a hint with probability ``coverage`` (drawn once per
+  session: a client sends it on all its requests or on none);
+- a sent hint is wrong with probability ``error`` (drawn per request): a
+  session-end hint is flipped (a continuing turn says "ended", a last turn says
+  "not ended"), a next-request time is off by a factor of 10 either way.
+
+Draws come from ``random.Random`` seeded by text (``seed``, kind, session or
+request id), so a run repeats across processes and ``PYTHONHASHSEED``, and a
+session's draw does not depend on which other sessions exist. Everything else
+(events, sizes, description) is the inner workload's; ``describe()`` adds
+``hints`` with each spec and ``what_if``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from radix_evict.cache.context import RequestContext
+from radix_evict.policies.derive import WorkloadStats
+from radix_evict.sim.hints.spec import NEXT_REQUEST, SESSION_END, HintSpec, parse_hints
+from radix_evict.sim.hints.truth import Truth, next_requests, session_ends
+from radix_evict.sim.workloads import Event, Request, Workload
+
+WHAT_IF = "what if clients sent this: derived from the trace, which records no hints"
+FIELD = {SESSION_END: "session_end", NEXT_REQUEST: "next_request_s"}
+WRONG_FACTOR = 10.0  # a wrong next-request time: this many times too long or too short
+
+
+def _draw(*parts: object) -> float:
+    """A uniform draw in [0, 1) fixed by ``parts`` (text-seeded: no hash randomisation)."""
+    return random.Random(":".join(map(str, parts))).random()
+
+
+def sent_hints(truth: Truth, spec: HintSpec) -> dict[str, Any]:
+    """The hint each request's client sends under ``spec`` (absent: sends none)."""
+    covered: dict[Any, bool] = {}
+    out: dict[str, Any] = {}
+    for rid, (session, value) in truth.items():
+        c = covered.get(session)
+        if c is None:
+            c = covered[session] = _draw(spec.seed, spec.kind, "session", session) < spec.coverage
+        if not c:
+            continue
+        if spec.error and _draw(spec.seed, spec.kind, "error", rid) < spec.error:
+            value = _wrong(spec.kind, value, rid, spec.seed)
+        out[rid] = value
+    return out
+
+
+def _wrong(kind: str, value: Any, rid: str, seed: int) -> Any:
+    if kind == SESSION_END:
+        return not value
+    up = _draw(seed, kind, "wrong-way", rid) < 0.5
+    return value * WRONG_FACTOR if up else value / WRONG_FACTOR
+
+
+def true_hints(workload: Workload, kind: str) -> Truth:
+    """``kind``'s true value per request of ``workload`` (HintUnavailable if it has none)."""
+    return session_ends(workload) if kind == SESSION_END else next_requests(workload)
+
+
+class HintedWorkload(Workload):
+    """``inner`` with hints in its request contexts (module docstring)."""
+
+    def __init__(self, inner: Workload, specs: Sequence[HintSpec]) -> None:
+        self.inner = inner
+        self.specs = tuple(specs)
+        self.name = inner.name
+        self.seed = inner.seed
+        self.params = inner.params
+        self.default_pool_tokens = inner.default_pool_tokens
+        self.hints: dict[str, dict[str, Any]] = {}  # rid -> {field: value}
+        for spec in self.specs:
+            for rid, value in sent_hints(true_hints(inner, spec.kind), spec).items():
+                self.hints.setdefault(rid, {})[FIELD[spec.kind]] = value
+
+    @property
+    def num_requests(self) -> int:
+        return self.inner.num_requests
+
+    def events(self) -> Iterator[Event]:
+        return self.inner.events()
+
+    def growth_samples(self) -> tuple[npt.NDArray[np.int64], str]:
+        return self.inner.growth_samples()
+
+    def stats(self) -> WorkloadStats:
+        return self.inner.stats()
+
+    def service_time(self, prompt_len: int, output_len: int) -> float:
+        return self.inner.service_time(prompt_len, output_len)
+
+    def context_of(self, req: Request) -> RequestContext:
+        ctx = self.inner.context_of(req)
+        sent = self.hints.get(req.rid)
+        return ctx if sent is None else replace(ctx, **sent)
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.inner.describe(),
+                "hints": {"specs": [s.text() for s in self.specs], "what_if": WHAT_IF,
+                          "hinted_requests": len(self.hints)}}
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else a replay reads off a workload (a trace's rows, its path)."""
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def with_hints(workload: Workload, specs: str | Sequence[str] | Sequence[HintSpec]) -> Workload:
+    """``workload`` with the hints ``specs`` asks for (text as ``--hints`` takes, or specs).
+
+    No specs: ``workload`` itself. A hint the workload cannot give raises
+    HintUnavailable naming the workload and the hint.
+    """
+    items = [specs] if isinstance(specs, str) else list(specs)
+    parsed: list[HintSpec] = []
+    for item in items:
+        parsed.extend(parse_hints(item) if isinstance(item, str) else (item,))
+    return HintedWorkload(workload, parsed) if parsed else workload
