@@ -158,7 +158,7 @@ def _list_cells(plan: SweepPlan, json_out: bool) -> None:
     if json_out:
         output.emit_json({"cells": [{"cell": c.key, "todo": c.key in todo} for c in plan.cells]})
         return
-    lines = [f"{i:>4}  {c.describe()}{'' if c.key in todo else '  (done)'}"
+    lines = [f"{i:>4}  {c.describe()}{plan.via_mark(c)}{'' if c.key in todo else '  (done)'}"
              for i, c in enumerate(plan.cells, 1)]
     output.stdout().print("\n".join(lines), markup=False, highlight=False)
 
