@@ -132,3 +132,26 @@ def test_a_csv_from_before_the_via_column_resumes(tmp_path: Path) -> None:
     with out.open(newline="") as fh:
         assert next(csv.reader(fh)) == legacy  # its header kept; the new rows fit it
     assert len(ResultFile(out).rows) == 5
+
+
+def test_the_plan_says_which_cells_the_curve_computes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a dry run shows: each cell to run that a pass computes, and a note per pass."""
+    small = parts(policies=["lru", "slru"], seeds=[0], page_sizes=[1], traces=[],
+                  params=[("chat", "convs", 12)])
+    plan = plan_sweep(make_grid(small))
+    lru = [c for c in plan.cells if c.policy == "lru"]
+    assert {c.key for c in lru} == set(plan.via) and set(plan.via.values()) == {"curve"}
+    assert all(plan.via_mark(c) == "  (via curve)" for c in lru)
+    assert all(plan.via_mark(c) == "" for c in plan.cells if c.policy != "lru")
+    (note,) = plan.notes
+    assert note.startswith("lru pool curve, 5 pool sizes, page 1, chat")
+    assert "5,000, 20,000, 50,000, 100,000, 200,000 from one pass" in note
+    out = tmp_path / "rows.jsonl"  # a cell already in the result file runs in no pass
+    run_sweep(plan_sweep(make_grid(replace(small, pool_tokens=POOLS[:4])), out),
+              local_executor(1))
+    rest = plan_sweep(make_grid(small), out)
+    assert rest.via == {} and rest.notes == []  # one lru cell left: its own replay
+    monkeypatch.setenv(CURVE_ENV, "0")
+    off = plan_sweep(make_grid(small))
+    assert off.via == {} and off.notes == []

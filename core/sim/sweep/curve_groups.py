@@ -31,7 +31,8 @@ from radix_evict.sim.sweep.schema import OK
 from radix_evict.sim.workloads import Workload
 
 __all__ = ["CURVE_ENV", "CURVE_POLICY", "CurveGroup", "Task", "curve_enabled", "eligible",
-           "plan_tasks", "run_group", "run_task", "task_cells", "task_error_rows"]
+           "pass_notes", "plan_tasks", "run_group", "run_task", "task_cells", "task_error_rows",
+           "via_of"]
 
 CURVE_ENV = "RADIX_EVICT_SWEEP_CURVE"  # "0" (or "off", "false", "no"): no curve passes
 CURVE_POLICY = "lru"  # the one policy with the inclusion property (docs/pool-curve.md)
@@ -91,6 +92,20 @@ def plan_tasks(cells: Sequence[Cell], curve: bool = True) -> list[Task]:
             placed.add(key)
             tasks.append(CurveGroup(tuple(groups[key])))
     return tasks
+
+
+def via_of(tasks: Sequence[Task]) -> dict[str, str]:
+    """Cell key -> ``curve`` for each cell a shared pass will compute; other cells replay."""
+    return {c.key: CURVE for t in tasks if isinstance(t, CurveGroup) for c in t.cells}
+
+
+def pass_notes(tasks: Sequence[Task]) -> list[str]:
+    """A line per shared pass: which cells it computes, for a dry run (and a real run) to say."""
+    return [f"{g.describe()}: pools "
+            + ", ".join("default" if c.pool_tokens is None else f"{c.pool_tokens:,}"
+                        for c in g.cells)
+            + f" from one pass (via curve; {CURVE_ENV}=0 replays each)"
+            for g in tasks if isinstance(g, CurveGroup)]
 
 
 def task_cells(task: Task) -> tuple[Cell, ...]:

@@ -89,6 +89,12 @@ class SweepPlan:
     notes: list[str] = field(default_factory=list)
     sizes: list[str] = field(default_factory=list)  # each grid's size text, as it ran
     inputs: list[Input] = field(default_factory=list)  # every file the sweep reads
+    via: dict[str, str] = field(default_factory=dict)  # key -> shared pass (``curve``)
+
+    def via_mark(self, cell: Cell) -> str:
+        """``  (via curve)`` for a cell to run that a shared pass computes; else nothing."""
+        via = self.via.get(cell.key)
+        return f"  (via {via})" if via else ""
 
     @property
     def timed(self) -> bool:
@@ -141,7 +147,11 @@ def plan_sweep(grid: Grid | Sequence[Grid], out: Path | None = None, *, write: b
     (ResultFileError if another sweep holds it); without (a dry run) it is
     only read. Either way nothing in it changes here. ``out`` may not be a file the
     sweep reads (its traces, the files its configs name, or ``inputs``: a grid file).
+    Unless ``RADIX_EVICT_SWEEP_CURVE=0``, ``via`` and ``notes`` say which cells to run
+    one pool-size curve pass computes (``curve_groups.plan_tasks``), as a dry run shows.
     """
+    from radix_evict.sim.sweep.curve_groups import curve_enabled, pass_notes, plan_tasks, via_of
+
     grids = (grid,) if isinstance(grid, Grid) else tuple(grid)
     if not grids:
         raise ValueError("plan_sweep: no grid")
@@ -166,7 +176,12 @@ def plan_sweep(grid: Grid | Sequence[Grid], out: Path | None = None, *, write: b
     notes = list(dict.fromkeys(n for g, part in zip(grids, each, strict=True)
                                for n in merge_notes(g, part)))
     sizes = [g.size_text(part) for g, part in zip(grids, each, strict=True)]
-    return SweepPlan(grids, cells, todo, kept, results, notes, sizes, reads)
+    via: dict[str, str] = {}
+    if curve_enabled():  # which cells to run one shared pass computes, said before running
+        tasks = plan_tasks(todo)
+        via = via_of(tasks)
+        notes += pass_notes(tasks)
+    return SweepPlan(grids, cells, todo, kept, results, notes, sizes, reads, via)
 
 
 def run_sweep(
