@@ -11,7 +11,9 @@ hint to the request's :class:`~radix_evict.cache.context.RequestContext`:
 
 Draws come from ``random.Random`` seeded by text (``seed``, kind, session or
 request id), so a run repeats across processes and ``PYTHONHASHSEED``, and a
-session's draw does not depend on which other sessions exist. Everything else
+session's draw does not depend on which other sessions exist. A client that sends a hint names its
+session too: where the workload's contexts have none (a Mooncake trace), the
+hinted requests carry the session the hint model derived. Everything else
 (events, sizes, description) is the inner workload's; ``describe()`` adds
 ``hints`` with each spec and ``what_if``.
 """
@@ -82,8 +84,11 @@ class HintedWorkload(Workload):
         self.default_pool_tokens = inner.default_pool_tokens
         self.hints: dict[str, dict[str, Any]] = {}  # rid -> {field: value}
         for spec in self.specs:
-            for rid, value in sent_hints(true_hints(inner, spec.kind), spec).items():
-                self.hints.setdefault(rid, {})[FIELD[spec.kind]] = value
+            truth = true_hints(inner, spec.kind)
+            for rid, value in sent_hints(truth, spec).items():
+                sent = self.hints.setdefault(rid, {})
+                sent[FIELD[spec.kind]] = value
+                sent.setdefault("session", truth[rid][0])
 
     @property
     def num_requests(self) -> int:
@@ -104,7 +109,11 @@ class HintedWorkload(Workload):
     def context_of(self, req: Request) -> RequestContext:
         ctx = self.inner.context_of(req)
         sent = self.hints.get(req.rid)
-        return ctx if sent is None else replace(ctx, **sent)
+        if sent is None:
+            return ctx
+        if ctx.session is not None:  # the workload's own session id stands
+            return replace(ctx, **{k: v for k, v in sent.items() if k != "session"})
+        return replace(ctx, **sent)
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(),

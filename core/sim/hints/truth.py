@@ -10,7 +10,8 @@ function returns, per request id, ``(session, value)``.
   chains: request ``i``'s *new* blocks start where its prompt leaves every
   earlier prompt's prefix; a later request that shares its deepest full block
   (or its first new block, if deeper) continues ``i``'s conversation (the
-  last, usually partial, block is rewritten by the next turn). A request nobody continues is its
+  last, usually partial, block is rewritten by the next turn), and a
+  conversation's last request ends it. A request nobody continues is its
   conversation's last turn (its prompt tail and reply are never reused), and a
   conversation is a chain of continued requests from its first.
 - **Next request.** In a session workload, a turn that ends in a tool call is
@@ -59,7 +60,11 @@ def _chains(hash_ids: list[list[int]]) -> Truth:
 
     Request ``i``'s *key* block is its deepest full prompt block (the last one
     is usually partial, rewritten by the next turn), or its first new block if
-    that lies deeper: a later request through the key continues ``i``.
+    that lies deeper: a later request through the key continues ``i``'s
+    conversation, and its last request ends it: what a client that closes its
+    chat knows. Another conversation may still read a block this one brought
+    (the same document under another question): the chains cannot tell, and
+    the policy must (``session`` demotes only nodes no other session touched).
     """
     ids: dict[tuple[int, int], int] = {}
     keys: list[int] = []
@@ -67,7 +72,7 @@ def _chains(hash_ids: list[list[int]]) -> Truth:
     for h in hash_ids:
         pid = 0
         path = []
-        new = len(h) - 1
+        new = len(h)
         for depth, b in enumerate(h):
             key = (pid, b)
             nxt = ids.get(key)
@@ -77,20 +82,17 @@ def _chains(hash_ids: list[list[int]]) -> Truth:
             pid = nxt
             path.append(pid)
         paths.append(path)
-        keys.append(path[max(new, len(path) - 2)] if path else 0)
-    last_user: dict[int, int] = {}
-    for i, path in enumerate(paths):
-        for pid in path:
-            last_user[pid] = i
+        keys.append(path[max(min(new, len(path) - 1), len(path) - 2)] if path else 0)
     owner: dict[int, int] = {}  # key block -> the first request it was the key of
     root: list[int] = []
-    out: Truth = {}
+    last_req: dict[int, int] = {}  # conversation -> its last request
     for i, path in enumerate(paths):
         parent = next((owner[p] for p in reversed(path[:-1]) if p in owner), -1)
-        root.append(root[parent] if parent >= 0 else i)
+        r = root[parent] if parent >= 0 else i
+        root.append(r)
         owner.setdefault(keys[i], i)
-        out[f"r{i}"] = (root[i], last_user.get(keys[i], i) <= i)
-    return out
+        last_req[r] = i
+    return {f"r{i}": (root[i], last_req[root[i]] == i) for i in range(len(paths))}
 
 
 def next_requests(workload: Workload) -> Truth:

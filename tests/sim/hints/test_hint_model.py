@@ -84,3 +84,13 @@ def test_unavailable_hint_is_named(tmp_path: Path) -> None:
     trace = load_trace(_trace(tmp_path, [[0, 1]]), block_size=4)
     with pytest.raises(HintUnavailable, match="next-request hints need a session workload"):
         with_hints(trace, "next-request")
+
+
+def test_a_trace_without_sessions_gets_the_derived_one(tmp_path: Path) -> None:
+    rows = [[0, 1, 2], [0, 5, 6], [0, 1, 2, 3, 4]]
+    trace = load_trace(_trace(tmp_path, rows), block_size=4)
+    hinted = with_hints(trace, "session-end")
+    ctx = {r.rid: hinted.context_of(r) for r in hinted.requests()}
+    assert trace.context_of(next(trace.requests())).session is None
+    assert ctx["r0"].session == ctx["r2"].session != ctx["r1"].session
+    assert [ctx[r].session_end for r in ("r0", "r1", "r2")] == [False, True, True]
