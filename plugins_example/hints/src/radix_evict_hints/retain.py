@@ -1,0 +1,183 @@
+"""``retain``: lru that keeps what a client will come back for, within a budget.
+
+Two hints ask a cache to keep a prefix: a retention time the client asked for
+(``RequestContext.retention_s``) and, for an agent waiting on a tool, the
+expected seconds until its next request (``next_request_s``). ``retain``
+scores a node as lru does, ``last_access_time``, plus an *extension*: the
+requested time converted to the tree's logical clock (ticks per second
+measured from the requests' arrivals), so the node looks recent until about
+when its client said it would return, then ages as usual. No re-scoring is
+needed when the time is up, so the driver's heap stays exact.
+
+So that hints cannot pin the cache shut:
+
+* an extension is at most ``max_extension`` mean ages of lru's victims;
+* protected nodes hold at most ``budget`` of the cache's tokens (the
+  high-water mark of what the policy has seen cached); a request over the
+  budget gets no protection;
+* each extension is scaled by ``trust``: the share of protections that a
+  lookup used before they ran out, against a prior, mapped so that hints right
+  half the time or less earn nothing (the policy is then lru exactly).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from radix_evict import EvictionPolicy, PolicyConfig
+
+if TYPE_CHECKING:
+    from radix_evict import TreeNode
+
+AGE_WEIGHT = 1 / 64
+MIN_SPAN_S = 1.0  # arrivals this far apart before ticks per second are measured
+
+
+class RetainConfig(PolicyConfig):
+    """Keys of the ``retain`` policy (strict: unknown keys and coercion are errors)."""
+
+    budget: float = Field(
+        default=0.3, ge=0.0, le=1.0,
+        description="Most of the cache (share of its tokens) that protections may hold.")
+    max_extension: float = Field(
+        default=1.0, ge=0.0, le=64.0,
+        description="Longest extension, in mean ages of lru's victims.")
+    margin: float = Field(
+        default=1.5, ge=1.0, le=10.0,
+        description="An agent's expected return time is stretched by this much (it is a "
+                    "mean; tools run late).")
+    adaptive: bool = Field(
+        default=True,
+        description="Scale extensions by the measured share of protections used in time "
+                    "(false: always trust hints fully).")
+
+
+def _wanted_s(ctx: Any, margin: float) -> float:
+    """Seconds the request's client asked its prefix to be kept (0: none)."""
+    if ctx is None:
+        return 0.0
+    r = ctx.retention_s
+    n = ctx.next_request_s
+    asked = r if r is not None and r > 0 else 0.0
+    return max(asked, n * margin if n is not None and n > 0 else 0.0)
+
+
+class RetainPolicy(EvictionPolicy[RetainConfig]):
+    """``last_access_time`` plus a bounded, trusted extension (module docstring)."""
+
+    name = "retain"
+    uses_context = True
+
+    def __init__(self, config: RetainConfig | None = None) -> None:
+        super().__init__(config)
+        c = self.config
+        self._budget, self._cap, self._margin = c.budget, c.max_extension, c.margin
+        self._adaptive = c.adaptive
+        self._ext: dict[TreeNode, float] = {}
+        # (tick its hint is judged at, seq, node): a protection not used by then was wrong
+        self._protected: list[tuple[float, int, TreeNode]] = []
+        self._until: dict[TreeNode, float] = {}
+        self._seqs: dict[TreeNode, int] = {}  # node -> its live entry in _protected
+        self._seq = 0
+        self.protected_tokens = 0
+        self._tokens = 0
+        self._high = 0
+        self._now = 0.0
+        self._origin: tuple[float, float] | None = None  # (tick, arrival) of the first context
+        self.rate = 0.0  # ticks per second
+        self.mean_age = 0.0
+        self.right, self.wrong = 4.0, 1.0  # prior: protections used in time, or not
+
+    @property
+    def trust(self) -> float:
+        if not self._adaptive:
+            return 1.0
+        return min(1.0, max(0.0, 2.0 * self.right / (self.right + self.wrong) - 1.0))
+
+    def score(self, node: TreeNode) -> float:
+        return node.last_access_time + self._ext.get(node, 0.0)
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _clock(self, node: TreeNode) -> None:
+        t = node.last_access_time
+        if t > self._now:
+            self._now = t
+        arrival = getattr(node.context, "arrival", None)
+        if arrival is None:
+            return
+        if self._origin is None:
+            self._origin = (t, arrival)
+        elif arrival - self._origin[1] >= MIN_SPAN_S:
+            self.rate = (t - self._origin[0]) / (arrival - self._origin[1])
+
+    def _expire(self) -> None:
+        """Release protections whose time is up; one never used was a wrong hint."""
+        heap = self._protected
+        while heap and heap[0][0] <= self._now:
+            _, seq, node = heapq.heappop(heap)
+            if self._seqs.get(node) != seq:
+                continue  # renewed or released since
+            del self._seqs[node]
+            self._release(node)
+            # (its score keeps the extension until its next event: the heap holds it)
+            self.wrong += 1
+
+    def _release(self, node: TreeNode) -> None:
+        if self._until.pop(node, None) is not None:
+            self.protected_tokens -= node.num_tokens
+        self._seqs.pop(node, None)
+
+    def _protect(self, node: TreeNode) -> None:
+        """Protect ``node`` as its context asks, within the cap and the budget.
+
+        The hint is judged at twice its untrusted extension even when trust
+        scales the extension to nothing, so trust can come back.
+        """
+        self._clock(node)
+        self._expire()
+        raw = 0.0
+        want = _wanted_s(node.context, self._margin)
+        if want and self.rate > 0:
+            raw = min(want * self.rate, self._cap * self.mean_age)
+        renewing = node in self._until
+        if raw > 0 and (renewing or self.protected_tokens + node.num_tokens
+                        <= self._budget * self._high):
+            if not renewing:
+                self.protected_tokens += node.num_tokens
+            self._until[node] = node.last_access_time + raw
+            self._seq += 1
+            self._seqs[node] = self._seq
+            heapq.heappush(self._protected, (node.last_access_time + 2 * raw, self._seq, node))
+            ext = raw * self.trust
+            if ext > 0:
+                self._ext[node] = ext
+                return
+        else:
+            self._release(node)
+        self._ext.pop(node, None)
+
+    # ------------------------------------------------------------------ callbacks
+    def on_insert(self, node: TreeNode) -> None:
+        self._tokens += node.num_tokens
+        if self._tokens > self._high:
+            self._high = self._tokens
+        self._protect(node)
+
+    def on_hit(self, node: TreeNode) -> None:
+        if node in self._seqs:  # protected, and not judged yet: the client came back
+            self.right += 1
+        self._protect(node)
+
+    def on_split(self, head: TreeNode, tail: TreeNode) -> None:
+        self._protect(head)
+
+    def on_evict(self, node: TreeNode) -> None:
+        self._tokens -= node.num_tokens
+        self._release(node)
+        protected = self._ext.pop(node, None) is not None
+        if not protected:
+            age = max(0.0, self._now - node.last_access_time)
+            self.mean_age += AGE_WEIGHT * (age - self.mean_age) if self.mean_age else age
