@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from radix_evict.cache.admission import AdmissionPolicy, admission_policy
 from radix_evict.cache.args import check_int
 from radix_evict.cache.eviction import EvictionDriver, is_evictable_leaf
 from radix_evict.cache.pool import KVPool
@@ -64,6 +65,9 @@ class HostTierSpec:
     ``policy``/``policy_config`` rank the host tier's eviction candidates like
     any device policy (None: the device policy itself, as SGLang does).
     ``load_back_threshold``: a host hit of fewer tokens is not loaded back.
+    ``admission`` (a name of :data:`~radix_evict.cache.admission.ADMISSION_POLICIES`
+    with keyword ``admission_config``, or an object): asked before each backup the
+    write policy would write (:mod:`radix_evict.cache.admission`); None asks nothing.
     """
 
     tokens: int | None = None
@@ -73,6 +77,8 @@ class HostTierSpec:
     policy: str | EvictionPolicy[Any] | None = None
     policy_config: Any = None
     load_back_threshold: int = DEFAULT_LOAD_BACK_THRESHOLD
+    admission: str | AdmissionPolicy | None = None
+    admission_config: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if (self.tokens is None) == (self.ratio is None):
@@ -96,6 +102,8 @@ class HostTierSpec:
                     "write_through_selective (write_back writes on device eviction)"
                 )
         check_int("host tier: load_back_threshold", self.load_back_threshold, 0)
+        if isinstance(self.admission, str):
+            admission_policy(self.admission, self.admission_config)  # a bad name or key: now
 
     def size_for(self, device_tokens: int, page_size: int) -> int:
         """Host tokens for a device pool of ``device_tokens`` (whole pages)."""
@@ -185,6 +193,9 @@ class HostTier:
         self.write_back = spec.write_policy == WRITE_BACK
         self.threshold = spec.threshold
         self.load_back_threshold = spec.load_back_threshold
+        # Asked before each backup (None: nothing asked, the write policy alone decides).
+        self.admission: AdmissionPolicy | None = admission_policy(spec.admission,
+                                                                  spec.admission_config)
         self.stats = HostStats()
         self.host_only_tokens = 0  # tokens whose KV is on host only
         self.removed_nodes = 0  # host-only nodes that left the tree here (the cache's count)
@@ -387,6 +398,9 @@ class HostTier:
 
         If a host policy raises meanwhile, the copies made here are freed again.
         """
+        admission = self.admission
+        if admission is not None:
+            nodes = [x for x in nodes if admission.admits(x)]
         written: list[TreeNode] = []
         self.journal = written
         try:
@@ -425,7 +439,9 @@ class HostTier:
         below the threshold, or a full host tier), so it leaves the tree.
         """
         if node.host_value is None:
-            if not (self.write_back and self.back_up(node)):
+            admission = self.admission
+            if not (self.write_back and (admission is None or admission.admits(node))
+                    and self.back_up(node)):
                 return False
             # SGLang registers the write at its ack, while the node is on both tiers, and
             # leaves the entry (stale once demoted) where it is: this is the node's place in
@@ -468,6 +484,7 @@ class HostTier:
             "write_threshold": self.threshold,
             "host_policy": self.policy.name,
             "load_back_threshold": self.load_back_threshold,
+            **({} if self.admission is None else self.admission.describe()),
         }
 
 
