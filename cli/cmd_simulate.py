@@ -296,6 +296,13 @@ def simulate(ctx: typer.Context, o: SimulateOptions) -> None:
     runs = build_runs(o.policies, o.configs)
     wls = ([build_trace(o.trace, params, o.trace_format, o.block_size)] if o.trace is not None
            else build_workloads(name, params, o.seed))
+    if o.hints:
+        from radix_evict.sim.hints import with_hints
+
+        try:
+            wls = [with_hints(wl, o.hints) for wl in wls]
+        except ValueError as e:
+            raise CliError(f"--hints: {e}", EXIT_USAGE) from None
     check_workload_pools(wls, o.pool_tokens, o.page_size)
     named = config_files((r.policy, r.config) for r in runs)  # a weights file is read too
     plot_out, metrics_out = (None if f is None else f.reading(named)

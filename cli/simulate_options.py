@@ -49,7 +49,7 @@ PANELS = {
     "Workload": ("workload", "param", "trace", "trace_format", "block_size", "seed",
                  "list_workloads"),
     "Cache": ("pool_tokens", "page_size", "pool_curve"),
-    "Policies": ("policy", "config", "oracle", "objective"),
+    "Policies": ("policy", "config", "oracle", "objective", "hints"),
     "Timing (--timing)": ("timing", "max_running", "rate", "concurrency", "time_scale",
                           "cost_model", "slo_ttft", "slo_tpot", "chunked_prefill_size"),
     "Host tier": ("host_tokens", "hicache_ratio", "write_policy", "write_threshold",
@@ -113,6 +113,12 @@ class SimulateOptions:
         "--objective",
         help="What the recommendation ranks by: hit-rate, ttft-p99 or slo (the last two with "
              "--timing; slo with --slo-ttft or --slo-tpot).")] = "hit-rate"
+    hints: Annotated[list[str] | None, typer.Option(
+        "--hints",
+        help="What if clients sent this: hints derived from the workload itself, e.g. "
+             "'session-end:coverage=0.5,error=0.05' (kinds: session-end, next-request; keys: "
+             "coverage, error, seed). Policies that read the request context see them "
+             "(docs/hints.md).")] = None
     timing: Annotated[bool, typer.Option(
         "--timing",
         help="Replay through a continuous-batching server in virtual time: TTFT, queueing, "
