@@ -8,7 +8,7 @@ the hints to the policies through ``RequestContext``). docs/hints.md has the fig
 
 from __future__ import annotations
 
-from radix_evict.sim.hints.model import WHAT_IF, HintedWorkload, sent_hints, with_hints
+from radix_evict.sim.hints.model import WHAT_IF, hinted, hints_of, sent_hints, with_hints
 from radix_evict.sim.hints.spec import (
     HINT_KINDS,
     NEXT_REQUEST,
@@ -28,7 +28,8 @@ __all__ = [
     "HintSpec",
     "HintSpecError",
     "HintUnavailable",
-    "HintedWorkload",
+    "hinted",
+    "hints_of",
     "parse_hint",
     "parse_hints",
     "sent_hints",

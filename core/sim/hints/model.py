@@ -1,6 +1,6 @@
 """A workload whose requests carry hints: "what if clients sent this".
 
-:func:`with_hints` wraps a workload; the wrapper's ``context_of`` adds each
+:func:`with_hints` copies a workload; the copy's ``context_of`` adds each
 hint to the request's :class:`~radix_evict.cache.context.RequestContext`:
 
 - a session's client sends a hint with probability ``coverage`` (drawn once per
@@ -20,19 +20,16 @@ hinted requests carry the session the hint model derived. Everything else
 
 from __future__ import annotations
 
+import copy
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from radix_evict.cache.context import RequestContext
-from radix_evict.policies.derive import WorkloadStats
 from radix_evict.sim.hints.spec import NEXT_REQUEST, SESSION_END, HintSpec, parse_hints
 from radix_evict.sim.hints.truth import Truth, next_requests, session_ends
-from radix_evict.sim.workloads import Event, Request, Workload
+from radix_evict.sim.workloads import Request, Workload
 
 WHAT_IF = "what if clients sent this: derived from the trace, which records no hints"
 FIELD = {SESSION_END: "session_end", NEXT_REQUEST: "next_request_s"}
@@ -72,59 +69,49 @@ def true_hints(workload: Workload, kind: str) -> Truth:
     return session_ends(workload) if kind == SESSION_END else next_requests(workload)
 
 
-class HintedWorkload(Workload):
-    """``inner`` with hints in its request contexts (module docstring)."""
+def hinted(inner: Workload, specs: Sequence[HintSpec]) -> Workload:
+    """A copy of ``inner`` whose ``context_of`` adds the hints ``specs`` describes.
 
-    def __init__(self, inner: Workload, specs: Sequence[HintSpec]) -> None:
-        self.inner = inner
-        self.specs = tuple(specs)
-        self.name = inner.name
-        self.seed = inner.seed
-        self.params = inner.params
-        self.default_pool_tokens = inner.default_pool_tokens
-        self.hints: dict[str, dict[str, Any]] = {}  # rid -> {field: value}
-        for spec in self.specs:
-            truth = true_hints(inner, spec.kind)
-            for rid, value in sent_hints(truth, spec).items():
-                sent = self.hints.setdefault(rid, {})
-                sent[FIELD[spec.kind]] = value
-                sent.setdefault("session", truth[rid][0])
+    A shallow copy of the workload itself, not a wrapper: whatever a replay
+    asks of its type (a session workload's closed-loop arrivals in the timed
+    replay) stays as it was. Its ``hints`` (rid -> {field: value}) and
+    ``hint_specs`` are attributes; ``describe()`` adds ``hints``.
+    """
+    sent: dict[str, dict[str, Any]] = {}  # rid -> {field: value}
+    for spec in specs:
+        truth = true_hints(inner, spec.kind)
+        for rid, value in sent_hints(truth, spec).items():
+            one = sent.setdefault(rid, {})
+            one[FIELD[spec.kind]] = value
+            one.setdefault("session", truth[rid][0])
+    own_context = inner.context_of
+    own_describe = inner.describe
 
-    @property
-    def num_requests(self) -> int:
-        return self.inner.num_requests
-
-    def events(self) -> Iterator[Event]:
-        return self.inner.events()
-
-    def growth_samples(self) -> tuple[npt.NDArray[np.int64], str]:
-        return self.inner.growth_samples()
-
-    def stats(self) -> WorkloadStats:
-        return self.inner.stats()
-
-    def service_time(self, prompt_len: int, output_len: int) -> float:
-        return self.inner.service_time(prompt_len, output_len)
-
-    def context_of(self, req: Request) -> RequestContext:
-        ctx = self.inner.context_of(req)
-        sent = self.hints.get(req.rid)
-        if sent is None:
+    def context_of(req: Request) -> RequestContext:
+        ctx = own_context(req)
+        one = sent.get(req.rid)
+        if one is None:
             return ctx
         if ctx.session is not None:  # the workload's own session id stands
-            return replace(ctx, **{k: v for k, v in sent.items() if k != "session"})
-        return replace(ctx, **sent)
+            return replace(ctx, **{k: v for k, v in one.items() if k != "session"})
+        return replace(ctx, **one)
 
-    def describe(self) -> dict[str, Any]:
-        return {**self.inner.describe(),
-                "hints": {"specs": [s.text() for s in self.specs], "what_if": WHAT_IF,
-                          "hinted_requests": len(self.hints)}}
+    def describe() -> dict[str, Any]:
+        return {**own_describe(),
+                "hints": {"specs": [s.text() for s in specs], "what_if": WHAT_IF,
+                          "hinted_requests": len(sent)}}
 
-    def __getattr__(self, name: str) -> Any:
-        """Anything else a replay reads off a workload (a trace's rows, its path)."""
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+    out = copy.copy(inner)
+    for name, value in (("context_of", context_of), ("describe", describe), ("hints", sent),
+                        ("hint_specs", tuple(specs))):
+        setattr(out, name, value)
+    return out
+
+
+def hints_of(workload: Workload) -> dict[str, dict[str, Any]]:
+    """The hints :func:`with_hints` gave ``workload``'s requests (rid -> {field: value})."""
+    sent: dict[str, dict[str, Any]] = getattr(workload, "hints", {})
+    return sent
 
 
 def with_hints(workload: Workload, specs: str | Sequence[str] | Sequence[HintSpec]) -> Workload:
@@ -137,4 +124,4 @@ def with_hints(workload: Workload, specs: str | Sequence[str] | Sequence[HintSpe
     parsed: list[HintSpec] = []
     for item in items:
         parsed.extend(parse_hints(item) if isinstance(item, str) else (item,))
-    return HintedWorkload(workload, parsed) if parsed else workload
+    return hinted(workload, parsed) if parsed else workload

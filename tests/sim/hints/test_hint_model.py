@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from radix_evict.sim.hints import HintUnavailable, with_hints
+from radix_evict.sim.hints import HintUnavailable, hints_of, with_hints
 from radix_evict.sim.hints.truth import next_requests, session_ends
 from radix_evict.sim.replay import replay
 from radix_evict.sim.workloads import get_workload
+from radix_evict.sim.workloads.base import SessionWorkload
 from radix_evict.sim.workloads.trace import load_trace
 
 
@@ -50,25 +51,27 @@ def test_session_workload_last_turns_and_tool_gaps() -> None:
 def test_coverage_error_and_seed() -> None:
     w = get_workload("agentic", seed=1)
     truth = session_ends(w)
-    full = with_hints(w, "session-end")
-    assert all(full.hints[r]["session_end"] == v for r, (_, v) in truth.items())
-    half = with_hints(w, "session-end:coverage=0.5")
-    covered = {truth[r][0] for r in half.hints}
+    full = hints_of(with_hints(w, "session-end"))
+    assert all(full[r]["session_end"] == v for r, (_, v) in truth.items())
+    half = hints_of(with_hints(w, "session-end:coverage=0.5"))
+    covered = {truth[r][0] for r in half}
     assert 0.3 < len(covered) / len(w.sessions) < 0.7
-    assert all(all(f"s{s}t{t}" in half.hints for t in range(len(w.sessions[s].turns)))
+    assert all(all(f"s{s}t{t}" in half for t in range(len(w.sessions[s].turns)))
                for s in covered)  # a covered session sends on every request
-    wrong = with_hints(w, "session-end:error=0.2")
-    flipped = sum(wrong.hints[r]["session_end"] != v for r, (_, v) in truth.items())
+    wrong = hints_of(with_hints(w, "session-end:error=0.2"))
+    flipped = sum(wrong[r]["session_end"] != v for r, (_, v) in truth.items())
     assert 0.12 < flipped / len(truth) < 0.28
-    again = with_hints(w, "session-end:error=0.2")
-    other = with_hints(w, "session-end:error=0.2,seed=7")
-    assert again.hints == wrong.hints != other.hints
+    again = hints_of(with_hints(w, "session-end:error=0.2"))
+    other = hints_of(with_hints(w, "session-end:error=0.2,seed=7"))
+    assert again == wrong != other
 
 
 def test_context_carries_the_hint_and_nothing_else_changes() -> None:
     w = get_workload("agentic", seed=1)
     hinted = with_hints(w, "next-request")
-    req = next(r for r in hinted.requests() if r.rid in hinted.hints)
+    assert isinstance(hinted, SessionWorkload)  # a copy of its type: timed arrivals unchanged
+    assert w.context_of(next(w.requests())).next_request_s is None  # the original untouched
+    req = next(r for r in hinted.requests() if r.rid in hints_of(hinted))
     ctx = hinted.context_of(req)
     assert ctx.next_request_s == next_requests(w)[req.rid][1]
     assert ctx.session_end is None

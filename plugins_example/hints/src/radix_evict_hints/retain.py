@@ -4,8 +4,9 @@ Two hints ask a cache to keep a prefix: a retention time the client asked for
 (``RequestContext.retention_s``) and, for an agent waiting on a tool, the
 expected seconds until its next request (``next_request_s``). ``retain``
 scores a node as lru does, ``last_access_time``, plus an *extension*: the
-requested time converted to the tree's logical clock (ticks per second
-measured from the requests' arrivals), so the node looks recent until about
+requested time converted to the tree's logical clock (ticks per second,
+a running rate measured from the requests' arrivals, since the clock's pace
+follows the load), so the node looks recent until about
 when its client said it would return, then ages as usual. No re-scoring is
 needed when the time is up, so the driver's heap stays exact.
 
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
     from radix_evict import TreeNode
 
 AGE_WEIGHT = 1 / 64
-MIN_SPAN_S = 1.0  # arrivals this far apart before ticks per second are measured
+MIN_SPAN_S = 1.0  # ticks per second are measured over spans of at least this many seconds
+RATE_WEIGHT = 0.2  # the running rate moves this far per span (the clock's pace varies with load)
 
 
 class RetainConfig(PolicyConfig):
@@ -77,7 +79,7 @@ class RetainPolicy(EvictionPolicy[RetainConfig]):
         self._budget, self._cap, self._margin = c.budget, c.max_extension, c.margin
         self._adaptive = c.adaptive
         self._ext: dict[TreeNode, float] = {}
-        # (tick its hint is judged at, seq, node): a protection not used by then was wrong
+        # (second its hint is judged at, seq, node): a protection not used by then was wrong
         self._protected: list[tuple[float, int, TreeNode]] = []
         self._until: dict[TreeNode, float] = {}
         self._seqs: dict[TreeNode, int] = {}  # node -> its live entry in _protected
@@ -86,8 +88,9 @@ class RetainPolicy(EvictionPolicy[RetainConfig]):
         self._tokens = 0
         self._high = 0
         self._now = 0.0
-        self._origin: tuple[float, float] | None = None  # (tick, arrival) of the first context
-        self.rate = 0.0  # ticks per second
+        self._mark: tuple[float, float] | None = None  # (tick, arrival) where a span starts
+        self.rate = 0.0  # ticks per second, recent
+        self._now_s = 0.0  # the latest arrival seen: hints are judged in seconds
         self.mean_age = 0.0
         self.right, self.wrong = 4.0, 1.0  # prior: protections used in time, or not
 
@@ -108,15 +111,19 @@ class RetainPolicy(EvictionPolicy[RetainConfig]):
         arrival = getattr(node.context, "arrival", None)
         if arrival is None:
             return
-        if self._origin is None:
-            self._origin = (t, arrival)
-        elif arrival - self._origin[1] >= MIN_SPAN_S:
-            self.rate = (t - self._origin[0]) / (arrival - self._origin[1])
+        if arrival > self._now_s:
+            self._now_s = arrival
+        if self._mark is None:
+            self._mark = (t, arrival)
+        elif arrival - self._mark[1] >= MIN_SPAN_S:
+            rate = (t - self._mark[0]) / (arrival - self._mark[1])
+            self.rate = rate if not self.rate else self.rate + RATE_WEIGHT * (rate - self.rate)
+            self._mark = (t, arrival)
 
     def _expire(self) -> None:
         """Release protections whose time is up; one never used was a wrong hint."""
         heap = self._protected
-        while heap and heap[0][0] <= self._now:
+        while heap and heap[0][0] <= self._now_s:
             _, seq, node = heapq.heappop(heap)
             if self._seqs.get(node) != seq:
                 continue  # renewed or released since
@@ -133,8 +140,9 @@ class RetainPolicy(EvictionPolicy[RetainConfig]):
     def _protect(self, node: TreeNode) -> None:
         """Protect ``node`` as its context asks, within the cap and the budget.
 
-        The hint is judged at twice its untrusted extension even when trust
-        scales the extension to nothing, so trust can come back.
+        The hint is judged (in seconds of the requests' clock) at twice its
+        untrusted extension, even when trust scales the extension to nothing,
+        so trust can come back.
         """
         self._clock(node)
         self._expire()
@@ -150,7 +158,8 @@ class RetainPolicy(EvictionPolicy[RetainConfig]):
             self._until[node] = node.last_access_time + raw
             self._seq += 1
             self._seqs[node] = self._seq
-            heapq.heappush(self._protected, (node.last_access_time + 2 * raw, self._seq, node))
+            at = self._now_s + 2 * min(want, raw / self.rate)
+            heapq.heappush(self._protected, (at, self._seq, node))
             ext = raw * self.trust
             if ext > 0:
                 self._ext[node] = ext
