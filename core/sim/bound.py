@@ -184,7 +184,7 @@ def _replay_timed_oracle(workload: Workload, timing: TimingSpec, *, pool_tokens:
     order = list(prompts)
     settled = False
     for rounds in range(1, ORACLE_ROUNDS + 1):
-        oracle, clock = oracle_for_order(prompts, order, page_size)
+        oracle, clock = oracle_for_order(workload, prompts, order, page_size)
         res = replay(workload, oracle, pool_tokens=pool_tokens, page_size=page_size,
                      progress=progress if rounds == 1 else None,
                      timeline_points=timeline_points, label=ORACLE,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -210,32 +211,98 @@ class _Clairvoyant(Workload):
             yield ev
 
 
+# The pool-independent work of oracle replays, kept while :func:`sharing` is open: a
+# FutureIndex is only read by the replays (OraclePolicy keeps its own clock and memo), so
+# every replay of one workload, page size and order of uses can share one.
+_shared: dict[tuple[Any, ...], Any] | None = None
+
+
+@contextmanager
+def sharing() -> Iterator[None]:
+    """Within: oracle replays of one workload share its future index and prompts.
+
+    Each index is built once per workload, page size and order of uses, and the
+    timed oracle's prompts once per workload, instead of once per replay (pool
+    size); the replays are the same, figure for figure. Everything is dropped on
+    exit: the prompts of a 145M-token trace take 1.2 GB.
+    """
+    global _shared
+    outer = _shared
+    _shared = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _shared = outer
+
+
+def _kept(key: tuple[Any, ...]) -> Any:
+    return None if _shared is None else _shared.get(key)
+
+
+def _keep(key: tuple[Any, ...], value: Any) -> None:
+    if _shared is not None:
+        _shared[key] = value
+
+
 def future_of(workload: Workload, page_size: int) -> FutureIndex:
     """Every arrival's prompt, in the order the replay will see them."""
+    order = _kept(("arrivals", id(workload)))
+    prompts = _kept(("prompts", id(workload)))
+    if order is not None and prompts is not None:
+        return future_for_order(workload, prompts, list(order), page_size)
+    if order is not None:
+        found = _kept(("future", id(workload), page_size, order))
+        if found is not None:
+            return found
     future = FutureIndex(page_size)
+    rids: list[str] = []
     for ev in workload.events():
         if ev.kind == "arrive":
             future.add(ev.request.prompt)
+            rids.append(ev.request.rid)
+    _keep(("arrivals", id(workload)), tuple(rids))
+    _keep(("future", id(workload), page_size, tuple(rids)), future)
     return future
 
 
 def prompts_by_rid(workload: Workload) -> dict[str, npt.NDArray[np.int64]]:
     """Every request's prompt by id, in arrival order (a request's tokens never depend on time)."""
-    return {req.rid: req.prompt for req in workload.requests()}
+    found = _kept(("prompts", id(workload)))
+    if found is not None:
+        return found
+    prompts = {req.rid: req.prompt for req in workload.requests()}
+    _keep(("prompts", id(workload)), prompts)
+    _keep(("arrivals", id(workload)), tuple(prompts))
+    return prompts
 
 
-def oracle_for_order(prompts: dict[str, npt.NDArray[np.int64]], order: list[str],
-                     page_size: int) -> tuple[OraclePolicy, Callable[[Request], None]]:
-    """A Belady oracle that foresees requests admitted in ``order``, and its clock.
+def future_for_order(workload: Workload, prompts: dict[str, npt.NDArray[np.int64]],
+                     order: list[str], page_size: int) -> FutureIndex:
+    """The index of ``workload``'s ``prompts`` in ``order``: one already built while
+    :func:`sharing`, if any (:func:`future_of`'s too: the arrival order is the first
+    order the timed oracle foresees)."""
+    key = ("future", id(workload), page_size, tuple(order))
+    found = _kept(key)
+    if found is not None:
+        return found
+    future = FutureIndex(page_size)
+    for rid in order:
+        future.add(prompts[rid])
+    _keep(key, future)
+    return future
+
+
+def oracle_for_order(workload: Workload, prompts: dict[str, npt.NDArray[np.int64]],
+                     order: list[str], page_size: int
+                     ) -> tuple[OraclePolicy, Callable[[Request], None]]:
+    """A Belady oracle that foresees ``workload``'s requests admitted in ``order``, and its
+    clock (``prompts``: :func:`prompts_by_rid`).
 
     The timed replay calls the clock as it first admits each request; the
     oracle's ``now`` becomes that request's place in ``order``.
     """
-    future = FutureIndex(page_size)
-    index: dict[str, int] = {}
-    for i, rid in enumerate(order):
-        future.add(prompts[rid])
-        index[rid] = i
+    future = future_for_order(workload, prompts, order, page_size)
+    index = {rid: i for i, rid in enumerate(order)}
     oracle = OraclePolicy(future)
 
     def clock(req: Request) -> None:

@@ -26,7 +26,7 @@ from radix_evict.sim.sweep import (
     plan_sweep,
     run_sweep,
 )
-from radix_evict.sim.sweep.curve_groups import CURVE_ENV, CurveGroup, plan_tasks
+from radix_evict.sim.sweep.curve_groups import CURVE_ENV, CurveGroup, OracleGroup, plan_tasks
 
 POOLS = [5_000, 20_000, 50_000, 100_000, 200_000]
 
@@ -155,3 +155,25 @@ def test_the_plan_says_which_cells_the_curve_computes(
     monkeypatch.setenv(CURVE_ENV, "0")
     off = plan_sweep(make_grid(small))
     assert off.via == {} and off.notes == []
+
+
+def test_oracle_cells_of_a_workload_share_one_task_and_give_their_own_rows() -> None:
+    """Oracle cells (token and timed, each pool) of one workload and page size: one task,
+    one future index; each row what the cell's own replay gives."""
+    grids = [make_grid(parts(policies=["lru"], seeds=[0], page_sizes=[16], references=True,
+                             pool_tokens=POOLS[:3])),
+             make_grid(timed_parts(policies=["lru"], references=True, rates=[4.0],
+                                   pool_tokens=POOLS[1:3], page_sizes=[16]))]
+    plan = plan_sweep(grids)
+    groups = [t for t in plan_tasks(plan.todo) if isinstance(t, OracleGroup)]
+    assert sorted(len(g.cells) for g in groups) == [3, 5]  # the trace; chat token + timed
+    assert all({c.policy for c in g.cells} == {"oracle"} for g in groups)
+    oracle = [c for c in plan.cells if c.policy == "oracle"]
+    assert all(plan.via_mark(c) == "  (oracle index shared)" for c in oracle)
+    assert not set(plan.via) & {c.key for c in oracle}  # their rows say via replay
+    assert sum(n.startswith("oracle, ") for n in plan.notes) == 2
+    grouped = run_sweep(plan, local_executor(2), curve=True).rows
+    alone = run_sweep(plan_sweep(grids), local_executor(2), curve=False).rows
+    assert [figures(r) for r in grouped] == [figures(r) for r in alone]  # lru: via aside
+    assert all(r["status"] == "ok" for r in grouped)
+    assert len({r["hit_rate"] for r in grouped if r["policy"] == "oracle"}) > 3

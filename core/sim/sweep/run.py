@@ -89,12 +89,14 @@ class SweepPlan:
     notes: list[str] = field(default_factory=list)
     sizes: list[str] = field(default_factory=list)  # each grid's size text, as it ran
     inputs: list[Input] = field(default_factory=list)  # every file the sweep reads
-    via: dict[str, str] = field(default_factory=dict)  # key -> shared pass (``curve``)
+    via: dict[str, str] = field(default_factory=dict)  # key -> ``curve``: a curve pass's cells
+    shared: dict[str, str] = field(default_factory=dict)  # key -> what its group shares
 
     def via_mark(self, cell: Cell) -> str:
-        """``  (via curve)`` for a cell to run that a shared pass computes; else nothing."""
-        via = self.via.get(cell.key)
-        return f"  (via {via})" if via else ""
+        """``  (via curve)`` for a cell to run that a curve pass computes, ``  (oracle index
+        shared)`` for an oracle cell that shares its group's work; else nothing."""
+        mark = self.shared.get(cell.key)
+        return f"  ({mark})" if mark else ""
 
     @property
     def timed(self) -> bool:
@@ -147,10 +149,17 @@ def plan_sweep(grid: Grid | Sequence[Grid], out: Path | None = None, *, write: b
     (ResultFileError if another sweep holds it); without (a dry run) it is
     only read. Either way nothing in it changes here. ``out`` may not be a file the
     sweep reads (its traces, the files its configs name, or ``inputs``: a grid file).
-    Unless ``RADIX_EVICT_SWEEP_CURVE=0``, ``via`` and ``notes`` say which cells to run
-    one pool-size curve pass computes (``curve_groups.plan_tasks``), as a dry run shows.
+    Unless ``RADIX_EVICT_SWEEP_CURVE=0``, ``via``, ``shared`` and ``notes`` say which
+    cells to run one pool-size curve pass computes and which oracle cells share their
+    future index (``curve_groups.plan_tasks``), as a dry run shows.
     """
-    from radix_evict.sim.sweep.curve_groups import curve_enabled, pass_notes, plan_tasks, via_of
+    from radix_evict.sim.sweep.curve_groups import (
+        curve_enabled,
+        pass_notes,
+        plan_tasks,
+        shared_of,
+        via_of,
+    )
 
     grids = (grid,) if isinstance(grid, Grid) else tuple(grid)
     if not grids:
@@ -177,11 +186,12 @@ def plan_sweep(grid: Grid | Sequence[Grid], out: Path | None = None, *, write: b
                                for n in merge_notes(g, part)))
     sizes = [g.size_text(part) for g, part in zip(grids, each, strict=True)]
     via: dict[str, str] = {}
-    if curve_enabled():  # which cells to run one shared pass computes, said before running
+    shared: dict[str, str] = {}
+    if curve_enabled():  # which cells to run share a pass or work, said before running
         tasks = plan_tasks(todo)
-        via = via_of(tasks)
+        via, shared = via_of(tasks), shared_of(tasks)
         notes += pass_notes(tasks)
-    return SweepPlan(grids, cells, todo, kept, results, notes, sizes, reads, via)
+    return SweepPlan(grids, cells, todo, kept, results, notes, sizes, reads, via, shared)
 
 
 def run_sweep(
