@@ -10,7 +10,7 @@ Subcommands (run from anywhere; paths are relative to the repository root):
                                        # the plot docs/figures/policies.png, then the tables
     python docs/generate.py sweep-figure  # run the Sweeps page's sweep: its rows, plot, table
     python docs/generate.py results    # docs/results.md's tables, from docs/results/rows.jsonl
-    python docs/generate.py results --measure  # run its sweep first (20-30 min on 2 cores)
+    python docs/generate.py results --measure  # run its sweep first (minutes on 2 cores)
     python docs/generate.py architecture  # docs/architecture.md's import graph, from the code
     python docs/generate.py all        # policies, cli, tables, results and architecture
                                        # (the fast ones: nothing is measured)
@@ -119,8 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.what == "results" and args.measure:
         if args.check:
             parser.error("results: --measure and --check do not go together")
-        meta = results_page.measure()
-        print(f"measured in {meta['wall_s']:.1f} s: {results_page.ROWS.relative_to(ROOT)}, "
+        _, wall = results_page.measure()
+        print(f"measured in {wall:.1f} s: {results_page.ROWS.relative_to(ROOT)}, "
               f"{results_page.META.relative_to(ROOT)}", file=sys.stderr)
     stale = []
     for path, text in expected_pages(args.what).items():

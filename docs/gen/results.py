@@ -22,6 +22,7 @@ against a timed figure.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shlex
 import subprocess
@@ -40,6 +41,7 @@ from radix_evict.sim.bound import (
     ceiling_is,
     oracle_is,
 )
+from radix_evict.sim.sweep.schema import TIMING_FIELDS
 
 from .common import DOCS, ROOT, apply_sections, md_cell, write_text
 
@@ -48,7 +50,7 @@ FOLDER = DOCS / "results"
 GRID = FOLDER / "sweep.toml"
 ROWS = FOLDER / "rows.jsonl"
 META = FOLDER / "meta.json"
-JOBS = 2  # worker processes: two cores, shared (20 to 30 minutes for the 230 cells)
+JOBS = 2  # worker processes: two cores, shared
 ARGS = ["sweep", "--grid", GRID.relative_to(ROOT).as_posix(), "--jobs", str(JOBS),
         "--out", ROWS.relative_to(ROOT).as_posix()]
 COMMAND = "radix-evict " + shlex.join(ARGS)
@@ -69,12 +71,15 @@ Row = dict[str, Any]
 # --------------------------------------------------------------------------- measuring
 
 
-def measure() -> dict[str, Any]:
+def measure() -> tuple[dict[str, Any], float]:
     """Run :data:`COMMAND` afresh from the repository root; write rows.jsonl and meta.json.
 
     The grid file names the traces relative to itself (``../shared/traces``
     from the repository root, read in place); rows name them as seen from the
-    root. Returns the meta written.
+    root. The rows are then rewritten as :func:`reproducible_rows` makes them
+    (grid order, no timings), so a rerun changes only the figures that
+    changed. Returns the meta written and the sweep's wall time (printed,
+    never written).
     """
     from importlib import metadata
 
@@ -86,10 +91,11 @@ def measure() -> dict[str, Any]:
                    stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     ROWS.with_name(ROWS.name + ".lock").unlink(missing_ok=True)  # the sweep's lock: ours, done
+    rows = reproducible_rows(load_rows(), grid_keys())
+    write_text(ROWS, "".join(json.dumps(r) + "\n" for r in rows))
     meta = {
         "command": COMMAND,
         "date": started.strftime("%Y-%m-%d"),
-        "wall_s": round(wall, 1),
         "jobs": JOBS,
         "cells": len(load_rows()),
         "versions": {d: metadata.version(d) for d in DISTRIBUTIONS},
@@ -98,7 +104,37 @@ def measure() -> dict[str, Any]:
         **code_state(),
     }
     write_text(META, json.dumps(meta, indent=1) + "\n")
-    return meta
+    return meta, wall
+
+
+def grid_keys() -> list[str]:
+    """The keys of :data:`GRID`'s cells in grid order, expanded as the command does
+    (from the repository root, where the rows name the traces)."""
+    from radix_evict.sim.sweep import make_grids, plan_sweep, read_grid_file
+
+    here = Path.cwd()
+    try:
+        os.chdir(ROOT)
+        return [c.key for c in plan_sweep(make_grids(read_grid_file(
+            GRID.relative_to(ROOT)))).cells]
+    finally:
+        os.chdir(here)
+
+
+def reproducible_rows(rows: Sequence[Row], order: Sequence[str]) -> list[Row]:
+    """``rows`` in the grid's order (``order``: cell keys), without what depends on the
+    machine and the moment (the sweep's timing columns, ``replay_s`` and ``cache_s``).
+
+    A sweep writes rows as cells finish, each with its wall and cache seconds;
+    the committed file keeps the figures only, in one order, so measuring again
+    leaves it unmodified wherever the figures did not change.
+    """
+    place = {key: i for i, key in enumerate(order)}
+    missing = [r["cell"] for r in rows if r["cell"] not in place]
+    if missing:
+        raise ValueError(f"{len(missing)} rows are not cells of {GRID.name}: {missing[0]}")
+    return [{k: v for k, v in r.items() if k not in TIMING_FIELDS}
+            for r in sorted(rows, key=lambda r: place[r["cell"]])]
 
 
 CODE = ("core", "builtin_policies", "cli", "plugins_example")  # what the figures depend on
@@ -387,12 +423,15 @@ def _loss_line(f: Figures, pairs: Sequence[tuple[Workload, int]], what: str) -> 
 
 
 def _run_line(meta: Mapping[str, Any], rows: Sequence[Row]) -> str:
+    """The command and what ran it; no wall time (it is the machine's, not the code's)."""
     versions = ", ".join(f"{d} {v}" for d, v in meta["versions"].items())
     changed = meta.get("changed_files") or []
     dirty = f" with uncommitted changes to {', '.join(changed)}" if changed else ""
-    minutes = meta["wall_s"] / 60
     core = f", {meta['core']} core" if meta.get("core") else ""
-    return (f"`{meta['command']}`: {len(rows)} cells in {minutes:.0f} minutes on "
+    curve = sum(r.get("via") == "curve" for r in rows)
+    via = (f" ({curve} lru cells from one pool-size curve pass per workload, `via` "
+           f"`curve` in the rows; docs/pool-curve.md)" if curve else "")
+    return (f"`{meta['command']}`: {len(rows)} cells{via} on "
             f"{meta['jobs']} worker processes, run on {meta['date']} with {versions} "
             f"(Python {meta['python']}{core}; commit {meta['commit']}{dirty}).")
 
