@@ -191,3 +191,33 @@ def test_per_size_counts_kept_up_to_date_equal_a_recount(case: str) -> None:
         assert _recount(p) == (p.held, p.extra)
     assert any(p.evict_calls)
     assert p.nested or case != "trace"  # (chat's small pools fail: boundaries cross)
+
+
+def _flat_trace(tmp: Path, pages: list[int], page: int) -> Workload:
+    """One-page prompts with no shared prefix, each finished before the next arrives: the
+    tree is a flat cache of whole pages."""
+    import json
+
+    path = tmp / "flat.jsonl"
+    path.write_text("".join(json.dumps({"timestamp": 10_000 * i, "input_length": page,
+                                        "output_length": 0, "hash_ids": [x]}) + "\n"
+                            for i, x in enumerate(pages)))
+    return load_trace(str(path), block_size=page)
+
+
+def test_fifo_has_no_inclusion_property_belady_s_anomaly(tmp_path: Path) -> None:
+    """Why the curve is lru-only (docs/pool-curve.md): fifo hits less with a larger pool.
+
+    A stack algorithm's hits never fall as the pool grows; Belady's sequence on a flat
+    cache gives fifo 3 hits in 3 pages and 2 in 4, in this cache's own replay, so no
+    shared order with a boundary per size can give fifo's curve. lru stays monotone.
+    """
+    wl = _flat_trace(tmp_path, [1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5], 16)
+
+    def hits(policy: str, pages: int) -> float:
+        return replay(wl, policy, pool_tokens=16 * pages, page_size=16, timeline_points=0,
+                      workload_info={}).hit_rate
+
+    assert hits("fifo", 3) == pytest.approx(3 / 12) and hits("fifo", 4) == pytest.approx(2 / 12)
+    lru = [hits("lru", c) for c in range(2, 7)]
+    assert lru == sorted(lru)
