@@ -120,7 +120,7 @@ def with_hints(workload: Workload, specs: str | Sequence[str] | Sequence[HintSpe
     No specs: ``workload`` itself. A hint the workload cannot give raises
     HintUnavailable naming the workload and the hint.
     """
-    items = [specs] if isinstance(specs, str) else list(specs)
+    items: list[str | HintSpec] = [specs] if isinstance(specs, str) else list(specs)
     parsed: list[HintSpec] = []
     for item in items:
         parsed.extend(parse_hints(item) if isinstance(item, str) else (item,))
