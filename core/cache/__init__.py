@@ -15,6 +15,7 @@ each one's public names are its own (``radix_evict`` re-exports the API's).
 from radix_evict.cache.compiled import prefer_interpreted, pure_python_requested
 
 __all__ = [
+    "admission",
     "allocator",
     "args",
     "compiled",
