@@ -11,15 +11,15 @@ from typing import Annotated
 
 import typer
 
-from radix_evict.outputs import contains
+from radix_evict.outputs import check_output, contains
+from radix_evict.sim.reads import path_inputs
 from radix_evict.sim.timed.calibrate import FITTED_BY, to_toml
 from radix_evict.sim.timed.calibrate import calibrate as fit_file
 from radix_evict.sim.timed.cost import CostModelError
 
 from . import output
+from .command import ForceOpt
 from .errors import EXIT_INVALID, CliError, mark_json
-from .preflight import check_output
-from .writes import ForceOpt, path_inputs
 
 # What every model this command writes says in its ``source`` line: a rerun may replace such
 # a file; any other needs --force.

@@ -8,13 +8,12 @@ from typing import Annotated
 import typer
 
 from radix_evict import registry
-from radix_evict.outputs import starts_with
+from radix_evict.outputs import check_output, starts_with
 from radix_evict.policies.schema import SCHEMA_DIALECT
 
 from . import output
+from .command import ForceOpt
 from .errors import mark_json
-from .preflight import check_output
-from .writes import ForceOpt
 
 OutputOpt = Annotated[Path | None, typer.Option(
     "--output", "-o", dir_okay=False, help="Write the schema to FILE instead of stdout.")]

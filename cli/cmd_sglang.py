@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from radix_evict.inputs import InputError, load_json
+from radix_evict.inputs import InputError, load_json, read_config_arg
 from radix_evict.sglang.check import check
 from radix_evict.sglang.report import OK, hicache_args, outcome, report_lines
 
@@ -17,7 +17,6 @@ from . import output
 from .codes import OUTCOME_CODES
 from .command import options_command
 from .errors import EXIT_INVALID, EXIT_USAGE, CliError, mark_json
-from .options import read_config_arg
 
 CONFIG_FLAG = "--radix-eviction-policy-config"
 Text = str | None

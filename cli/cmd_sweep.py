@@ -23,7 +23,11 @@ from typing import Any
 import typer
 
 from radix_evict.outputs import Input
+from radix_evict.sim.draw import check_plot
+from radix_evict.sim.host import check_host_grid
 from radix_evict.sim.parallel import usable_cores
+from radix_evict.sim.preflight import check_pool, check_workload_pools
+from radix_evict.sim.reads import at_files, cost_model_files, path_inputs
 from radix_evict.sim.sweep import (
     GridParts,
     SweepGridError,
@@ -44,19 +48,15 @@ from radix_evict.sim.sweep.run import SweepSizeError
 from radix_evict.sim.sweep.sources import WorkloadKey, build_workloads
 from radix_evict.sim.sweep.store import ResultFileError
 from radix_evict.sim.timed.cost import CostModel
+from radix_evict.sim.timed.options import DEFAULT_OBJECTIVE, check_timing_grid
 from radix_evict.sim.winner import ObjectiveError
 from radix_evict.sim.workloads import Workload
 
 from . import output
 from .command import options_command
-from .errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError, mark_json
-from .options import problems_code
-from .preflight import check_plot, check_pool, check_workload_pools
-from .sweep_host import check_host
-from .sweep_options import DEFAULT_OBJECTIVE, PANELS, SweepOptions, grid_parts
+from .errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError, mark_json, problems_code
+from .sweep_options import PANELS, SweepOptions, grid_parts
 from .sweep_report import best_table, curve_table, host_curve_table, rows_table
-from .sweep_timing import check_timing
-from .writes import at_files, cost_model_files, path_inputs
 
 EXIT_CELLS_FAILED = 3  # the sweep ran, but some cells failed (their rows say why)
 
@@ -71,8 +71,8 @@ def _plan(parts: GridParts, grid_file: Path | None, out: Path | None, *, dry_run
             parts = parts.over(read_grid_file(grid_file))
         objective = parts.objective or DEFAULT_OBJECTIVE
         for each in parts.expand():
-            objective = check_timing(each)
-            check_host(each)
+            objective = check_timing_grid(each)
+            check_host_grid(each)
         grids = make_grids(parts)
         for grid in grids:
             check_pools(grid)
@@ -206,7 +206,7 @@ def sweep(ctx: typer.Context, opts: SweepOptions) -> None:
     wall = time.perf_counter() - t0
     report = _report(plan, outcome, wall, opts, objective)
     if plot_out is not None and outcome.rows:
-        from .sweep_plot import HOST_TITLE, TITLE, plot_curves, plot_host_curves
+        from radix_evict.sim.sweep.draw import HOST_TITLE, TITLE, plot_curves, plot_host_curves
 
         if report.host_curves:  # a host tier's sweep: hit rate (p99 TTFT) over host size
             plot_host_curves(plot_out, report.host_curves, HOST_TITLE, report.ceilings)

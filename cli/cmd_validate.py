@@ -8,11 +8,12 @@ from typing import Annotated, Any
 import typer
 
 from radix_evict import registry
+from radix_evict.errors import problem_lines
+from radix_evict.inputs import read_config_arg
 from radix_evict.policies.catalog import shown_config, startup_problems
 
 from . import output
-from .errors import mark_json
-from .options import problem_lines, problems_code, read_config_arg
+from .errors import mark_json, problems_code
 
 PolicyOpt = Annotated[str, typer.Option("--policy", "-p", help="Policy name: one of {choices}.")]
 ConfigOpt = Annotated[str | None, typer.Option(

@@ -7,14 +7,13 @@ from typing import Annotated, Any
 
 import typer
 
-from radix_evict.inputs import InputError, load_json
+from radix_evict.inputs import InputError, load_json, read_config_arg
 from radix_evict.vllm.check import check
 from radix_evict.vllm.report import OK, outcome, report_lines
 
 from . import output
 from .codes import OUTCOME_CODES
 from .errors import EXIT_INVALID, CliError, mark_json
-from .options import read_config_arg
 
 app = typer.Typer(
     name="vllm",

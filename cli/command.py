@@ -21,7 +21,21 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.models import OptionInfo
 
+from radix_evict.outputs import FORCE_FLAG
+
 OptionsT = TypeVar("OptionsT")
+T = TypeVar("T")
+
+ForceOpt = Annotated[bool, typer.Option(
+    FORCE_FLAG, help="Let an output option replace an existing file radix-evict did not "
+                     "write (never a file the run reads).")]
+
+
+def plain(options: Any, library_type: type[T]) -> T:
+    """``options`` as the library's own dataclass of plain values: each of its fields taken
+    from the option of the same name."""
+    names = [f.name for f in dataclasses.fields(library_type)]  # type: ignore[arg-type]
+    return library_type(**{name: getattr(options, name) for name in names})
 
 
 def in_panel(annotation: Any, panel: str) -> Any:

@@ -15,8 +15,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from radix_evict.errors import PluginError, PolicyConfigError, ProblemType, RadixEvictError
+from radix_evict.errors import (
+    ENV_PROBLEMS,
+    ConfigProblem,
+    OptionError,
+    PluginError,
+    PolicyConfigError,
+    ProblemType,
+    RadixEvictError,
+)
 from radix_evict.outputs import OutputFileError
+from radix_evict.sim.failures import AllRunsFailedError
 from radix_evict.sim.workloads import TraceError, TraceFileError, WorkloadError
 
 from . import output
@@ -33,6 +42,7 @@ __all__ = [
     "classify",
     "emit_error_json",
     "mark_json",
+    "problems_code",
     "report",
 ]
 
@@ -55,6 +65,11 @@ class CliState:
     json: bool = False  # set by a command whose --json is on, so errors come as JSON too
 
 
+def problems_code(problems: Sequence[ConfigProblem]) -> int:
+    """2 when a needed plugin is broken or ambiguous (environment), else 1 (invalid input)."""
+    return EXIT_USAGE if any(p.type in ENV_PROBLEMS for p in problems) else EXIT_INVALID
+
+
 def _trace_code(exc: TraceError) -> int:
     """A trace that cannot be read is an environment error; a bad line is invalid input."""
     return EXIT_USAGE if isinstance(exc, TraceFileError) else EXIT_INVALID
@@ -73,6 +88,13 @@ def classify(exc: BaseException) -> tuple[int, str, list[dict[str, Any]]]:
         return EXIT_USAGE, str(exc), []
     if isinstance(exc, OutputFileError):  # an output refused: names the option and the path
         return EXIT_USAGE, str(exc), []
+    if isinstance(exc, OptionError):  # an option the library refused, before any work
+        code = (problems_code(exc.problems) if exc.problems
+                else EXIT_INVALID if exc.invalid else EXIT_USAGE)
+        return code, str(exc), [p.to_dict() for p in exc.problems]
+    if isinstance(exc, AllRunsFailedError):  # simulate: every policy run raised
+        return (EXIT_INVALID if exc.invalid else EXIT_USAGE), str(exc), \
+            [f.to_dict() for f in exc.failures]
     if isinstance(exc, MemoryError):
         return EXIT_USAGE, f"out of memory: {exc or 'an allocation failed'}", []
     if isinstance(exc, PluginError):  # before PolicyConfigError: it is one

@@ -13,7 +13,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -203,6 +203,20 @@ def progress_bar(description: str, *, enabled: bool = True, delay_s: float = 1.0
     finally:
         if bar is not None:
             bar.stop()
+
+
+class Terminal:
+    """The library's reporter (:class:`radix_evict.sim.simulate.Reporter`) on this terminal:
+    notes on stderr, a progress bar where ``progress`` is on."""
+
+    def __init__(self, progress: bool = True) -> None:
+        self.enabled = progress
+
+    def note(self, text: str) -> None:
+        note(text)
+
+    def progress(self, what: str) -> AbstractContextManager[ProgressFn]:
+        return progress_bar(what, enabled=self.enabled)
 
 
 def rendered_by(render: Callable[[Any], Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -1,8 +1,10 @@
 """``simulate``'s options: names, types and help, apart from what the command does.
 
 :class:`SimulateOptions` holds them all, one field each, in the ``--help``
-panels :data:`PANELS` names; the command and everything below it get that one
-object. Defaults are shown one way, typer's ``[default: ...]``.
+panels :data:`PANELS` names; the command gets that one object, and the library
+the same values as a :class:`~radix_evict.sim.simulate.SimulateSettings`
+(:meth:`SimulateOptions.settings`). Defaults are shown one way, typer's
+``[default: ...]``. The host tier's help is shared with ``sweep``.
 """
 
 from __future__ import annotations
@@ -13,18 +15,47 @@ from typing import Annotated
 
 import typer
 
+from radix_evict.sim.simulate import SimulateSettings
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD
 
-from .simulate_curve import PoolCurveOpt
-from .simulate_host import (
-    HicacheRatioOpt,
-    HostConfigOpt,
-    HostPolicyOpt,
-    HostTokensOpt,
-    WritePolicyOpt,
-    WriteThresholdOpt,
-)
-from .writes import ForceOpt
+from .command import ForceOpt, plain
+
+PoolCurveOpt = Annotated[str | None, typer.Option(
+    "--pool-curve",
+    help="lru's hit rate and uncached tails at many pool sizes from one replay (the "
+         "inclusion property; docs/pool-curve.md): sizes as sweep's --pool-tokens takes "
+         "them, e.g. 1M..16M*2 or 250K,1M,4M. lru only; not with --pool-tokens, --timing, a "
+         "host tier, --model or --enable-metrics. --oracle adds the oracle (one replay per "
+         "size) and the ceiling; --plot draws the curve.")]
+
+# The host tier's help, shared with ``sweep`` (cli/sweep_options.py), whose options take lists.
+HOST_TOKENS_HELP = "Add a host tier (SGLang's HiCache) of N tokens; 0 = none (the one-tier replay)."
+HICACHE_RATIO_HELP = ("Add a host tier sized as SGLang sizes --hicache-ratio R (a number above "
+                      "0): floor(pool x R) rounded down to pages, plus one page.")
+WRITE_POLICY_HELP = ("With a host tier: write_through (default; back up every new node), "
+                     "write_through_selective (on its second insert) or write_back (on device "
+                     "eviction).")
+WRITE_THRESHOLD_HELP = ("With a host tier: the insert count that backs a node up (default: the "
+                        "write policy's, 1 or 2).")
+HOST_POLICY_HELP = ("With a host tier: the policy that ranks host-only nodes for host eviction "
+                    "(default: the device policy, as SGLang does).")
+HOST_CONFIG_HELP = "With --host-policy: its config (JSON or @FILE), checked strictly."
+
+HostTokensOpt = Annotated[int | None, typer.Option(
+    "--host-tokens", min=0, help=HOST_TOKENS_HELP)]
+HicacheRatioOpt = Annotated[float | None, typer.Option(  # R > 0: build_host says so
+    "--hicache-ratio", help=HICACHE_RATIO_HELP)]
+# simulate's own: the help above without its "(default ...)", the default as typer shows it.
+WritePolicyOpt = Annotated[str | None, typer.Option(
+    "--write-policy", show_default="write_through",
+    help=WRITE_POLICY_HELP.replace("write_through (default; ", "write_through ("))]
+WriteThresholdOpt = Annotated[int | None, typer.Option(
+    "--write-threshold", min=1, show_default="the write policy's, 1 or 2",
+    help=WRITE_THRESHOLD_HELP.replace(" (default: the write policy's, 1 or 2)", ""))]
+HostPolicyOpt = Annotated[str | None, typer.Option(
+    "--host-policy", show_default="the device policy, as SGLang does",
+    help=HOST_POLICY_HELP.replace(" (default: the device policy, as SGLang does)", ""))]
+HostConfigOpt = Annotated[str | None, typer.Option("--host-config", help=HOST_CONFIG_HELP)]
 
 # The timed options sweep shares (cli/sweep_options.py); the rest are SimulateOptions fields.
 ConcurrencyOpt = Annotated[int | None, typer.Option(
@@ -174,11 +205,7 @@ class SimulateOptions:
     baseline: Annotated[bool, typer.Option(
         "--baseline/--no-baseline", help="With --model: also run without a cache.")] = True
 
-    @property
-    def policies(self) -> list[str]:
-        return self.policy or []
-
-    @property
-    def configs(self) -> list[str]:
-        return self.config or []
+    def settings(self) -> SimulateSettings:
+        """These options as the library takes them (every field of the same name)."""
+        return plain(self, SimulateSettings)
 

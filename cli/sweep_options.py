@@ -2,7 +2,7 @@
 GridParts they give: the same axes a grid file gives, None where the command line gives none.
 
 The timed replay's and the host tier's options share ``simulate``'s help
-(``cli/simulate_options.py``, ``cli/simulate_host.py``); here they take lists
+(``cli/simulate_options.py``); here they take lists
 (grid axes), but ``--write-threshold``, ``--host-config`` and the timed
 options every cell shares.
 """
@@ -16,31 +16,30 @@ from typing import Annotated, Any
 
 import typer
 
+from radix_evict.inputs import read_config_arg, split_named_config
 from radix_evict.sim.sweep import GridParts, SweepValueError
 from radix_evict.sim.sweep.grid import DEVICE_POLICY
 from radix_evict.sim.sweep.run import MAX_CELLS
 from radix_evict.sim.sweep.values import counts_of, names_of, numbers_of, parse_vary
+from radix_evict.sim.timed.options import DEFAULT_OBJECTIVE
+from radix_evict.sim.workloads.select import parse_params
 
+from .command import ForceOpt
 from .errors import EXIT_USAGE, CliError
-from .options import parse_params, read_config_arg, split_named_config
-from .simulate_host import (
+from .simulate_options import (
     HICACHE_RATIO_HELP,
     HOST_CONFIG_HELP,
     HOST_POLICY_HELP,
     HOST_TOKENS_HELP,
     WRITE_POLICY_HELP,
     WRITE_THRESHOLD_HELP,
-)
-from .simulate_options import (
     ChunkedPrefillOpt,
     ConcurrencyOpt,
     SloTpotOpt,
     SloTtftOpt,
     TimeScaleOpt,
 )
-from .writes import ForceOpt
 
-DEFAULT_OBJECTIVE = "hit-rate"
 Texts = list[str] | None
 
 

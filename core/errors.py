@@ -206,3 +206,36 @@ class CacheBusyError(RadixEvictError, RuntimeError):
     operation finishes normally). A policy that calls back into the cache
     gets a :class:`PolicyError` instead.
     """
+
+
+class OptionError(RadixEvictError):
+    """A value given for an option (by the command line or a library caller) that cannot be
+    used, found before any work starts; the message names the option.
+
+    ``invalid``: the value itself is invalid input (a front end's exit 1); otherwise the
+    options do not go together, a file cannot be read, or this machine cannot do it
+    (exit 2). ``problems``: the policy problems behind it, when a policy or config is what
+    is wrong (a broken plugin among them makes it an environment error).
+    """
+
+    def __init__(self, message: str, *, invalid: bool = False,
+                 problems: Sequence[ConfigProblem] = ()) -> None:
+        super().__init__(message)
+        self.invalid = invalid
+        self.problems: list[ConfigProblem] = list(problems)
+
+
+def problem_lines(policy: str, problems: Sequence[ConfigProblem]) -> list[str]:
+    """People's view of a validation result: policy, key, message and suggestion per problem."""
+    n = len(problems)
+    lines = [f"policy {policy!r}: {n} problem{'s' if n != 1 else ''}"]
+    for p in problems:
+        lines.append("  - " + problem_text(p).replace("\n", "\n    "))
+    return lines
+
+
+def problem_text(p: ConfigProblem) -> str:
+    """A problem in one line; name problems already carry their hint in the message."""
+    if p.key is None and p.hint and p.hint in p.msg:
+        return p.msg
+    return str(p)

@@ -26,7 +26,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from .errors import RadixEvictError
+from .errors import OptionError, RadixEvictError
 
 __all__ = [
     "CONFIG_BYTES",
@@ -45,8 +45,10 @@ __all__ = [
     "named_files_closed",
     "open_lines",
     "read_bytes",
+    "read_config_arg",
     "read_json_file",
     "read_text",
+    "split_named_config",
 ]
 
 MIB = 2**20
@@ -245,3 +247,32 @@ def load_json(text: str, *, what: str,
 def read_json_file(path: str | os.PathLike[str], *, what: str) -> Any:
     """A JSON config file: :func:`read_text` with the config cap, then :func:`load_json`."""
     return load_json(read_text(path, limit=CONFIG_BYTES, what=what), what=f"{Path(path)}")
+
+
+NAME_SEP = "="  # --config NAME=JSON
+
+
+def read_config_arg(value: str | None, option: str = "--config") -> str | None:
+    """A JSON option as given: the JSON text, or ``@FILE`` to read it from a file.
+
+    The file is read through :func:`read_text`: a regular file of at most
+    CONFIG_BYTES, UTF-8; anything else is an OptionError naming ``option`` and
+    the file (invalid input for a file that is not UTF-8 text).
+    """
+    if value is None or not value.startswith("@"):
+        return value
+    try:
+        return read_text(value[1:], limit=CONFIG_BYTES, what="a config file")
+    except InputFileError as exc:
+        if exc.type == "not_utf8":  # there is a file, and it is not a config: invalid input
+            raise OptionError(f"{option} {value}: {exc.path} is {exc.reason}",
+                              invalid=True) from None
+        raise OptionError(f"{option} {value}: {exc}") from None
+
+
+def split_named_config(value: str) -> tuple[str | None, str]:
+    """``NAME=JSON`` -> (NAME, JSON); plain JSON (or @FILE) -> (None, value)."""
+    head, sep, rest = value.partition(NAME_SEP)
+    if sep and head and not head.lstrip().startswith(("{", "@", "[", '"')) and " " not in head:
+        return head.strip(), rest
+    return None, value

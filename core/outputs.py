@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .errors import RadixEvictError
+from .errors import OptionError, RadixEvictError
 
 __all__ = [
     "FORCE_FLAG",
@@ -39,6 +39,7 @@ __all__ = [
     "Ours",
     "OutputFile",
     "OutputFileError",
+    "check_output",
     "contains",
     "refuse_inputs",
     "replacing",
@@ -248,3 +249,18 @@ class OutputFile:
     def write_text(self, text: str, inputs: Iterable[Input] = ()) -> None:
         """Write ``text`` (UTF-8) as the whole file, by the rule above."""
         self.write_bytes(text.encode("utf-8"), inputs)
+
+
+def check_output(path: Path | None, option: str, what: str, ours: Ours | None = None, *,
+                 force: bool = False, inputs: Iterable[Input] = (),
+                 suffixes: tuple[str, ...] = ()) -> OutputFile | None:
+    """The output ``option`` names, checked before minutes of work, not after (None: not
+    asked for): a name ending in one of ``suffixes`` (an OptionError otherwise), then the
+    rule above (OutputFileError). Write it once the work is done."""
+    if path is None:
+        return None
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise OptionError(f"{option} {path}: use a file name ending in {', '.join(suffixes)}")
+    out = OutputFile(option, path, what, ours, force, tuple(inputs))
+    out.check()
+    return out

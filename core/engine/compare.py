@@ -3,12 +3,18 @@ no-cache baseline, each as a row with the engine's measured figures (``simulate 
 
 A run is anything with the simulator's ``PolicyRun`` shape (``policy``, ``name``
 and ``on(workload)`` giving the config it uses there); the engine does not
-import the simulator, so the shape is a protocol here. Token figures come
-from the same replay, so a policy's hit rate and its TTFT read side by side.
+import the simulator, so the shape is a protocol here. Each run's policy is
+built here from its validated config (``registry.load_policy``) and the
+engine's cache gets that object. Token figures come from the same replay, so
+a policy's hit rate and its TTFT read side by side. :func:`compare` runs the
+whole comparison of one workload (:func:`engine_requests` shrinks it to CPU
+size) and returns an :class:`EngineComparison`: its rows, its warnings, its
+table title and its JSON document.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -16,10 +22,22 @@ from typing import Any, Protocol
 import numpy as np
 
 from radix_evict.engine.loop import EngineRequest, run_engine_replay
-from radix_evict.engine.model import TinyConfig
+from radix_evict.engine.model import MODEL_PRESETS, TinyConfig
 from radix_evict.engine.result import EngineResult
-from radix_evict.engine.workload import default_pool_tokens
+from radix_evict.engine.workload import (
+    default_pool_tokens,
+    requests_from_workload,
+    tiny_trace_requests,
+)
+from radix_evict.errors import OptionError
 from radix_evict.policies.contract import PolicyConfig
+from radix_evict.policies.registry import load_policy
+
+__all__ = ["MODELS", "EngineComparison", "EngineRow", "Run", "compare", "compare_policies",
+           "engine_requests"]
+
+MODELS = tuple(MODEL_PRESETS)  # what ``--model`` may name
+NO_CACHE = "no-cache"
 
 ProgressFn = Callable[[int, int], None]
 
@@ -99,12 +117,84 @@ def compare_policies(workload: Any, requests: Sequence[EngineRequest], runs: Seq
     rows = []
     for i, run in enumerate(runs):
         resolved = run.on(workload)
-        res = run_engine_replay(requests, run.policy, resolved.config, **common)
+        policy = load_policy(run.policy, resolved.config)  # built once: the cache gets it
+        res = run_engine_replay(requests, policy, **common)
         rows.append(_row(run.name, run.policy, resolved.as_dict(), resolved.source, requests,
                          res))
         progress(i + 1, total)
     if baseline:
         res = run_engine_replay(requests, use_cache=False, **common)
-        rows.append(_row("no-cache", "no-cache", None, "none", requests, res))
+        rows.append(_row(NO_CACHE, NO_CACHE, None, "none", requests, res))
     progress(total, total)
     return rows, pool
+
+
+def engine_requests(workload: Any, *, trace: bool) -> list[EngineRequest]:
+    """``workload``'s requests in the tiny model's vocabulary: a (tiny) built-in workload's
+    as they are, a trace's first arrivals shrunk to CPU size with their prefix structure
+    kept. None left is an OptionError."""
+    vocab = TinyConfig().vocab_size
+    requests = (tiny_trace_requests(workload, vocab_size=vocab) if trace
+                else requests_from_workload(workload.requests(), vocab_size=vocab))
+    if not requests:
+        raise OptionError(f"{workload.name}: no request left to replay after shrinking")
+    return requests
+
+
+@dataclass(frozen=True)
+class EngineComparison:
+    """One workload's engine replays: a row per run (and the baseline), the pool they had."""
+
+    model: str
+    device: str  # as asked (resolved); each row's result names where it ran
+    requests: int
+    rows: list[EngineRow]
+    pool_tokens: int
+    page_size: int
+    seed: int
+    wall_s: float
+
+    @property
+    def cached(self) -> list[EngineRow]:
+        """The policies' rows (what the recommendation chooses from): not the baseline."""
+        return [r for r in self.rows if r.policy != NO_CACHE]
+
+    @property
+    def ran_on(self) -> str:
+        return self.rows[0].result.device if self.rows else self.device
+
+    def warnings(self, workload: str) -> list[str]:
+        """A line per run that dropped requests it found no room for."""
+        return [f"warning: {workload} / {r.label}: {r.result.dropped:,} of "
+                f"{r.result.requests:,} requests found no room even after eviction "
+                "(pool too small?); they were dropped, not served"
+                for r in self.rows if r.result.dropped]
+
+    def title(self, workload: str) -> str:
+        return (f"{workload} through the {self.model} decoder on {self.ran_on}: "
+                f"pool {self.pool_tokens:,} tokens")
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        """Each row's figures as the table reads them (the result's, then the row's)."""
+        return [{**r.result.to_dict(), **r.to_dict()} for r in self.rows]
+
+    def to_json(self, workload_info: dict[str, Any],
+                recommendation: dict[str, Any]) -> dict[str, Any]:
+        return {"mode": "engine", "model": self.model, "device": self.ran_on,
+                "workload": workload_info, "requests": self.requests,
+                "pool_tokens": self.pool_tokens, "page_size": self.page_size,
+                "seed": self.seed, "rows": [r.to_dict() for r in self.rows],
+                "recommendation": recommendation, "wall_s": self.wall_s}
+
+
+def compare(workload: Any, requests: Sequence[EngineRequest], runs: Sequence[Run], *,
+            model: str, pool_tokens: int | None, page_size: int, device: str, seed: int,
+            baseline: bool, progress: ProgressFn) -> EngineComparison:
+    """:func:`compare_policies` through decoder ``model`` (one of :data:`MODELS`), timed."""
+    t0 = time.perf_counter()
+    rows, pool = compare_policies(workload, requests, runs, pool_tokens=pool_tokens,
+                                  page_size=page_size, device=device, seed=seed,
+                                  baseline=baseline, progress=progress,
+                                  model_config=MODEL_PRESETS[model])
+    return EngineComparison(model, device, len(requests), rows, pool, page_size, seed,
+                            time.perf_counter() - t0)

@@ -288,6 +288,9 @@ def run_engine_replay(
 ) -> EngineResult:
     """Replay ``requests`` through a fresh engine; the CLI's ``--model tiny`` entry point.
 
+    ``policy``: a built policy object (what :mod:`radix_evict.engine.compare` passes, from
+    each run's validated config), or a registered name with ``config``.
+
     On cpu the run uses ``cpu_threads`` torch threads (restored afterwards;
     None leaves torch's setting): the tiny model is mostly per-op overhead,
     and extra threads only add contention and timing noise.
@@ -313,5 +316,5 @@ def run_engine_replay(
     if warmup:
         engine.warmup()
     res = engine.run(requests)
-    res.policy = policy if use_cache else "no-cache"
+    res.policy = getattr(policy, "name", policy) if use_cache else "no-cache"
     return res

@@ -19,7 +19,7 @@ neither is reported as the policy's.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -111,3 +111,19 @@ def guarded(
             )
 
     return run
+
+
+class AllRunsFailedError(RadixEvictError):
+    """Every policy run raised: nothing to show. ``invalid``: an input every run refused
+    (invalid input, said once); otherwise a policy's or radix-evict's own failure (an
+    environment error), each run named."""
+
+    def __init__(self, failures: Sequence[RunFailure]) -> None:
+        self.failures = list(failures)
+        self.invalid = bool(failures) and all(f.blame == "input" for f in failures)
+        if self.invalid:
+            reasons = dict.fromkeys(f.error.split(": input refused: ", 1)[-1] for f in failures)
+            message = "input refused: " + "; ".join(reasons)
+        else:
+            message = "every policy run failed:\n" + "\n".join(f"  - {f}" for f in failures)
+        super().__init__(message)

@@ -44,8 +44,9 @@ def measure() -> None:
 
 def replot() -> None:
     """Draw the plot again from the committed rows (as the sweep's --plot draws it)."""
-    from radix_evict.cli.sweep_plot import TITLE, plot_curves
     from radix_evict.outputs import OutputFile
+    from radix_evict.sim.sweep.draw import plot_curves
+    from radix_evict.sim.sweep.plots import TITLE
     from radix_evict.sim.sweep.summary import ceilings, curves
 
     rows = load_rows()

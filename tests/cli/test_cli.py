@@ -295,7 +295,7 @@ def test_usage_errors_exit_2(cli: Invoke) -> None:
 def test_internal_errors_show_a_traceback_only_with_verbose(
     cli: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import radix_evict.cli.cmd_simulate as sim
+    import radix_evict.sim.simulate as sim
 
     def explode(*_: Any, **__: Any) -> Any:
         raise RuntimeError("kaboom")

@@ -18,7 +18,7 @@ import pytest
 from helpers.rigs import run_cli
 
 from radix_evict import EvictionPolicy, PolicySpec, hookimpl, registry
-from radix_evict.cli import cmd_simulate
+from radix_evict.sim import simulate as sim_simulate
 
 pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
 
@@ -43,8 +43,8 @@ def no_replay(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the replay started before the check")
 
-    monkeypatch.setattr(cmd_simulate, "replay_policies", refuse)
-    monkeypatch.setattr(cmd_simulate, "policy_matrix", refuse)
+    monkeypatch.setattr(sim_simulate, "replay_policies", refuse)
+    monkeypatch.setattr(sim_simulate, "policy_matrix", refuse)
 
 
 @pytest.fixture
@@ -54,8 +54,8 @@ def no_workload(monkeypatch: pytest.MonkeyPatch, no_replay: None) -> None:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the workload was built before the check")
 
-    monkeypatch.setattr(cmd_simulate, "build_workloads", refuse)
-    monkeypatch.setattr(cmd_simulate, "build_trace", refuse)
+    monkeypatch.setattr(sim_simulate, "build_workloads", refuse)
+    monkeypatch.setattr(sim_simulate, "build_trace", refuse)
 
 
 def test_config_file_that_is_not_text(tmp_path: Path) -> None:
@@ -114,12 +114,12 @@ def test_unwritable_outputs_fail_before_the_replay(option: str, name: str,
 def test_an_output_failing_after_the_replay_leaves_one_json_document(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from radix_evict.cli import simulate_metrics
+    from radix_evict.sim import metrics
 
     def disk_full(path: Path, results: Any) -> None:
         raise OSError(28, "No space left on device", str(path))
 
-    monkeypatch.setattr(simulate_metrics, "write_metrics", disk_full)
+    monkeypatch.setattr(metrics, "write_metrics", disk_full)
     r = cli("simulate", "--enable-metrics", str(tmp_path / "m.prom"), "--json", *SMALL)
     assert_clean(r, 2, "No space left on device")
     doc = json.loads(r.stdout)  # raises if stdout holds two documents

@@ -97,7 +97,7 @@ def test_bad_options_name_the_option(args: list[str], needle: str) -> None:
 ])
 def test_a_host_tier_too_large_for_memory_is_refused_up_front(
         monkeypatch: pytest.MonkeyPatch, args: list[str], needle: str) -> None:
-    monkeypatch.setattr("radix_evict.cli.preflight.physical_memory", lambda: 16 * 2**30)
+    monkeypatch.setattr("radix_evict.sim.preflight.physical_memory", lambda: 16 * 2**30)
     r = run_cli("simulate", *SMALL, "-p", "lru", *args)
     assert r.exit_code == 2, r.output
     assert needle in " ".join(r.output.split()), r.output
@@ -105,7 +105,7 @@ def test_a_host_tier_too_large_for_memory_is_refused_up_front(
 
 
 def test_a_ratio_is_checked_against_each_default_pool(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("radix_evict.cli.preflight.physical_memory", lambda: 16 * 2**30)
+    monkeypatch.setattr("radix_evict.sim.preflight.physical_memory", lambda: 16 * 2**30)
     r = run_cli("simulate", "--param", "convs=30", "-p", "lru", "--hicache-ratio", "1e12")
     assert r.exit_code == 2 and "a host tier of 1e+12 x the" in r.output, r.output
 

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from radix_evict import registry
 from radix_evict.builtin_policies.tlru import derive_config as derive_tlru
-from radix_evict.cli.simulate_recommend import recommend
+from radix_evict.sim.recommend import recommend
 from radix_evict.sim.workloads import get_workload
 
 PUBLIC = ["lru", "lfu", "slru", "priority", "tlru"]
@@ -342,12 +342,12 @@ def test_a_replay_that_served_nothing_is_not_recommended(model: list[str]) -> No
 
 def test_the_matrix_recommends_the_core_s_winners_without_choosing_again(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from radix_evict.cli import simulate_recommend
+    from radix_evict.sim import recommend
 
     def again(*_: object) -> None:
         raise AssertionError("the CLI chose a winner the core had chosen")
 
-    monkeypatch.setattr(simulate_recommend, "choose_winner", again)
+    monkeypatch.setattr(recommend, "choose_winner", again)
     r = run_cli("simulate", "-w", "chat,agentic", "-P", "chat.convs=8", "-P", "sessions=4",
                 "-p", "lru", "-p", "lfu", "--json", "--jobs", "1")
     assert r.exit_code == 0, r.output

@@ -186,7 +186,7 @@ def test_sweep_runs_simulate_s_preflight_before_any_cell(
         raise AssertionError("a cell ran before the check")
 
     monkeypatch.setattr(cmd_sweep, "run_sweep", refuse)
-    monkeypatch.setattr("radix_evict.cli.preflight.physical_memory", lambda: 64 * 2**30)
+    monkeypatch.setattr("radix_evict.sim.preflight.physical_memory", lambda: 64 * 2**30)
     r = run("-p", "lru", "-P", "convs=3", *args)
     assert r.exit_code == 2, r.output
     assert needle in r.stderr

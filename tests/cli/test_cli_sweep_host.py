@@ -125,7 +125,7 @@ def test_host_options_are_checked_as_simulate_checks_them(args: list[str]) -> No
 @pytest.mark.parametrize("args", [["--hicache-ratio", "2,1e308"], ["--host-tokens", "8K,2G"]])
 def test_a_host_tier_too_large_for_memory_is_refused_as_simulate_refuses_it(
         monkeypatch: pytest.MonkeyPatch, args: list[str]) -> None:
-    monkeypatch.setattr("radix_evict.cli.preflight.physical_memory", lambda: 16 * 2**30)
+    monkeypatch.setattr("radix_evict.sim.preflight.physical_memory", lambda: 16 * 2**30)
     r = run("-p", "lru", *SMALL, "--dry-run", *args)
     assert r.exit_code == 2 and "a host tier" in r.stderr and "(27 bytes a token)" in r.stderr, \
         r.output

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from radix_evict.cli.simulate_recommend import recommend
+from radix_evict.sim.recommend import recommend
 from radix_evict.sim.replay import policy_matrix, replay_policies
 from radix_evict.sim.winner import checkpoint_only, choose_winner
 from radix_evict.sim.workloads import get_workload

@@ -11,9 +11,12 @@ to the one workload, or, with several, to each that has KEY. Problems raise
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from radix_evict.errors import OptionError
 from radix_evict.sim.workloads import (
     WORKLOADS,
     TraceParams,
@@ -27,7 +30,7 @@ ALL = "all"
 
 
 class WorkloadParam(Protocol):
-    """One ``[WORKLOAD.]KEY=VALUE`` (``cli.options.Param``)."""
+    """One ``[WORKLOAD.]KEY=VALUE`` (:class:`Param`)."""
 
     @property
     def workload(self) -> str | None: ...
@@ -37,6 +40,35 @@ class WorkloadParam(Protocol):
 
     @property
     def value(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Param:
+    """One ``--param [WORKLOAD.]KEY=VALUE``."""
+
+    workload: str | None
+    key: str
+    value: Any
+
+
+def parse_value(text: str) -> Any:
+    """A ``--param`` value: JSON when it parses (numbers, booleans), else the plain string."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_params(values: Sequence[str]) -> list[Param]:
+    """``--param`` options; a value without '=' is an OptionError."""
+    out = []
+    for raw in values:
+        key, sep, value = raw.partition("=")
+        if not sep or not key.strip():
+            raise OptionError(f"--param {raw!r}: expected KEY=VALUE (or WORKLOAD.KEY=VALUE)")
+        scope, dot, name = key.strip().rpartition(".")
+        out.append(Param(scope if dot else None, name, parse_value(value.strip())))
+    return out
 
 
 def _fields(params_type: type[Any]) -> set[str]:
@@ -98,5 +130,5 @@ def trace_params(params: Sequence[WorkloadParam]) -> dict[str, Any]:
     return kwargs
 
 
-__all__ = ["ALL", "WorkloadParam", "check_param_scopes", "params_for",
-           "select_workloads", "trace_params", "workload_list"]
+__all__ = ["ALL", "Param", "WorkloadParam", "check_param_scopes", "params_for", "parse_params",
+           "parse_value", "select_workloads", "trace_params", "workload_list"]

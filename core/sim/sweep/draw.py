@@ -1,6 +1,6 @@
-"""``sweep --plot FILE``: draws the panels core's :mod:`radix_evict.sim.sweep.plots` lays
-out (hit rate over pool size, or over host tier size with a host tier; timed, p99 TTFT
-below)."""
+"""``sweep --plot FILE``: draws, with matplotlib, the panels :mod:`radix_evict.sim.sweep.plots`
+lays out (hit rate over pool size, or over host tier size with a host tier; timed, p99 TTFT
+below), written as :mod:`radix_evict.sim.draw` writes ``simulate``'s plots."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from radix_evict.outputs import OutputFile
 from radix_evict.sim.bound import CEILING_NAME
+from radix_evict.sim.draw import pyplot, save_figure
 from radix_evict.sim.sweep.plots import (
     HOST_TITLE,
     TITLE,
@@ -21,8 +22,6 @@ from radix_evict.sim.sweep.plots import (
     tick_label,
 )
 from radix_evict.sim.sweep.summary import Curve, HostCurve
-
-from .plotting import pyplot, save_figure
 
 __all__ = ["HOST_TITLE", "TITLE", "draw", "plot_curves", "plot_host_curves"]
 

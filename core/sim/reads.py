@@ -1,31 +1,18 @@
-"""The files a command writes, checked by radix_evict.outputs' one rule against what it reads.
-
-Each command names its inputs here (``--trace``, ``--cost-model`` files,
-``@FILE`` configs, grid files, the files a policy config names) and gets an
-:class:`~radix_evict.outputs.OutputFile` per output option, checked before
-the run and written after it; ``--force`` is the one flag that lets an
-output replace an existing file radix-evict did not write.
-"""
+"""The files a run reads, named for :mod:`radix_evict.outputs`' rule (no output is written
+over one): ``--trace`` and ``--grid`` files, ``--cost-model`` files, ``@FILE`` configs, and
+the files a validated policy config names (a learned policy's weights)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated
 
-import typer
-
-from radix_evict.outputs import FORCE_FLAG, Input
+from radix_evict.inputs import split_named_config
+from radix_evict.outputs import Input
 from radix_evict.policies.config import named_files
 from radix_evict.policies.contract import PolicyConfig
 
-from .options import split_named_config
-
-__all__ = ["ForceOpt", "at_files", "config_files", "cost_model_files", "path_inputs"]
-
-ForceOpt = Annotated[bool, typer.Option(
-    FORCE_FLAG, help="Let an output option replace an existing file radix-evict did not "
-                     "write (never a file the run reads).")]
+__all__ = ["at_files", "config_files", "cost_model_files", "path_inputs"]
 
 
 def path_inputs(option: str, paths: Iterable[str | Path | None]) -> list[Input]:
