@@ -23,6 +23,7 @@ from . import (
     cmd_calibrate,
     cmd_lint,
     cmd_list,
+    cmd_plan,
     cmd_schema,
     cmd_sglang,
     cmd_show,
@@ -172,6 +173,7 @@ app.command("lint")(cmd_lint.lint)
 app.command("schema")(cmd_schema.schema)
 app.command("simulate", cls=PolicyHelpCommand)(cmd_simulate.simulate)
 app.command("sweep", cls=PolicyHelpCommand)(cmd_sweep.sweep)
+app.command("plan", cls=PolicyHelpCommand)(cmd_plan.plan)
 app.command("calibrate")(cmd_calibrate.calibrate)
 app.add_typer(cmd_sglang.app, name="sglang")
 app.add_typer(cmd_vllm.app, name="vllm")

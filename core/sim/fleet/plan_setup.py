@@ -1,0 +1,164 @@
+"""``plan``'s options, checked and built before any probe: the workload, the settings, the probe.
+
+:class:`PlanRequest` holds the values the command line gives (plain types);
+:func:`prepare_plan` checks each (an :class:`~radix_evict.errors.OptionError`
+naming the option), reads the trace or builds the workload, validates every
+policy and router config strictly, and returns a :class:`PreparedPlan` whose
+:meth:`~PreparedPlan.run` is the plan. A router is ``NAME`` or
+``NAME=JSON`` (its config, checked by the router registry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from radix_evict.cache.host_tier import HostTierSpec
+from radix_evict.errors import OptionError
+from radix_evict.inputs import read_config_arg, split_named_config
+from radix_evict.sim.fleet.plan import (
+    DEFAULT_MAX_REPLICAS,
+    DEFAULT_PERCENTILE,
+    CapacityPlan,
+    FleetProbe,
+    PlanSetting,
+    Probe,
+    plan_capacity,
+)
+from radix_evict.sim.host import build_host, check_host_fits, check_transfer
+from radix_evict.sim.preflight import check_pool, check_workload_pools
+from radix_evict.sim.setup import build_runs, build_trace, build_workloads
+from radix_evict.sim.timed.options import DEFAULT_OBJECTIVE, build_timing, check_page
+from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload
+from radix_evict.sim.workloads.select import parse_params
+
+__all__ = ["DEFAULT_ROUTER", "PlanRequest", "PreparedPlan", "parse_router", "prepare_plan"]
+
+DEFAULT_ROUTER = "cache_aware"  # sglang-router's default policy
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What ``plan`` was asked, as plain values (the command line's options of the same names)."""
+
+    slo_ttft: float
+    trace: Path | None = None
+    workload: str | None = None
+    param: list[str] | None = None
+    seed: int = 0
+    percentile: int = DEFAULT_PERCENTILE
+    policy: list[str] | None = None
+    config: list[str] | None = None
+    router: list[str] | None = None
+    host_tokens: list[int] | None = None
+    pool_tokens: int | None = None
+    page_size: int = 1
+    cost_model: str | None = None
+    max_running: int | None = None
+    max_replicas: int = DEFAULT_MAX_REPLICAS
+    jobs: int | None = None
+
+
+def parse_router(value: str) -> tuple[str, dict[str, Any] | None]:
+    """``--router NAME`` or ``NAME=JSON`` (or ``NAME=@FILE``) -> (name, config as given)."""
+    import json
+
+    name, text = split_named_config(value)
+    if name is None:
+        if not value.strip() or value.lstrip().startswith(("{", "@")):
+            raise OptionError(f"--router {value!r}: give a router NAME, or NAME=JSON for its "
+                              "config")
+        return value.strip(), None
+    raw = read_config_arg(text, "--router")
+    try:
+        config = json.loads(raw or "")
+    except json.JSONDecodeError as exc:
+        raise OptionError(f"--router {name}: its config is not JSON: {exc}", invalid=True) \
+            from None
+    if not isinstance(config, dict):
+        raise OptionError(f"--router {name}: its config is a JSON object, got {raw}",
+                          invalid=True)
+    return name, config
+
+
+def check_router(name: str, config: dict[str, Any] | None) -> None:
+    """The router exists and its config validates (the registry's strict checks)."""
+    from radix_evict.sim.fleet.registry import build_router
+
+    try:
+        build_router(name, config, replicas=1, seed=0)
+    except Exception as exc:  # the registry's error names the router and the key
+        raise OptionError(f"--router {name}: {exc}", invalid=True) from None
+
+
+def _hosts(values: Sequence[int] | None) -> list[HostTierSpec | None]:
+    """``--host-tokens`` values (0: no host tier), each a host tier's setting."""
+    out: list[HostTierSpec | None] = []
+    for t in dict.fromkeys(values or [0]):
+        out.append(None if t == 0 else build_host(
+            host_tokens=t, hicache_ratio=None, write_policy=None, write_threshold=None,
+            host_policy=None, host_config=None))
+    return out
+
+
+def _workload(r: PlanRequest) -> Workload:
+    if r.trace is not None and r.workload is not None:
+        raise OptionError("give --trace or --workload, not both")
+    params = parse_params(r.param or [])
+    if r.trace is not None:
+        return build_trace(r.trace, params)
+    wls = build_workloads(r.workload or DEFAULT_WORKLOAD, params, r.seed)
+    if len(wls) != 1:
+        raise OptionError(f"--workload {r.workload}: plan sizes one workload; give one name")
+    return wls[0]
+
+
+@dataclass
+class PreparedPlan:
+    """Everything ``plan`` checked: the workload, the settings and the probe that replays them."""
+
+    workload: Workload
+    settings: list[PlanSetting]
+    probe: FleetProbe
+    request: PlanRequest
+
+    def run(self, on_probe: Callable[[PlanSetting, Probe], None] | None = None,
+            probe: Callable[[PlanSetting, int], Probe] | None = None) -> CapacityPlan:
+        r = self.request
+        return plan_capacity(self.settings, probe or self.probe, slo_ttft_ms=r.slo_ttft,
+                             percentile=r.percentile, max_replicas=r.max_replicas,
+                             jobs=r.jobs or 1, on_probe=on_probe)
+
+
+def prepare_plan(r: PlanRequest) -> PreparedPlan:
+    """Every check before the first probe, in order; errors name the option."""
+    if not r.slo_ttft > 0:
+        raise OptionError(f"--slo-ttft must be positive, got {r.slo_ttft}")
+    if not 1 <= r.percentile <= 100:
+        raise OptionError(f"--percentile must be a whole number in 1..100, got {r.percentile}")
+    if r.max_replicas < 1:
+        raise OptionError(f"--max-replicas must be at least 1, got {r.max_replicas}")
+    check_pool(r.pool_tokens, r.page_size)
+    routers = [parse_router(v) for v in r.router or [DEFAULT_ROUTER]]
+    for name, config in routers:
+        check_router(name, config)
+    timing = build_timing(timing=True, seed=r.seed, objective=DEFAULT_OBJECTIVE,
+                          max_running=r.max_running, cost_model=r.cost_model,
+                          slo_ttft=r.slo_ttft)
+    assert timing is not None
+    check_page(timing, r.page_size)
+    hosts = _hosts(r.host_tokens)
+    for host in hosts:
+        check_transfer(host, timing.cost_model)
+    runs = build_runs(r.policy or ["lru"], r.config or [])
+    wl = _workload(r)
+    check_workload_pools([wl], r.pool_tokens, r.page_size)
+    pool = r.pool_tokens or wl.default_pool_tokens
+    for host in hosts:
+        check_host_fits(host, [pool])
+    settings = [PlanSetting.of(run, name, config, host)
+                for host in hosts for name, config in routers for run in runs]
+    probe = FleetProbe(wl, pool, r.page_size, timing, r.percentile, r.seed)
+    return PreparedPlan(wl, settings, probe, r)
