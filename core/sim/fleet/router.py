@@ -1,9 +1,13 @@
 """The router contract: what a fleet replay asks a router, and what a router may read.
 
-AGREED CONTRACT (written by the lead before work started; the fleet-core and
-routers engineers both code against it: keep these names and signatures).
-The full agreement, including who writes which router, is in
-/tmp/notes/router_contract.md; the house rules are in /tmp/notes/rules.md.
+A fleet replay (:func:`radix_evict.sim.fleet.replay.replay_fleet`) asks its
+router once per request, as the request arrives: :meth:`Router.route` gets the
+request (:class:`RoutedRequest`) and a read-only view of every replica
+(:class:`ReplicaState`) and returns a replica's index; :meth:`Router.on_finish`
+is told when each request it routed has finished. A router may keep state of
+its own between calls (sglang-router's approximate tree) but must not change
+a replica. A router that raises, or returns an index out of range, fails the
+replay with :class:`~radix_evict.sim.fleet.errors.FleetRouterError` naming it.
 
 Routers are a second plugin kind beside policies: entry point group
 ``radix_evict.routers``, pluggy hook ``radix_evict_register_routers(register)``;
