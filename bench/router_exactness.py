@@ -214,21 +214,26 @@ class RealRouter:
 
 
 def simulate(texts: Sequence[str], workers: int, in_flight: int,
-             config: CacheAwareConfig | None = None) -> list[int]:
-    """``CacheAwareRouter``'s choices for the same texts in the same in-flight pattern."""
+             config: CacheAwareConfig | None = None) -> tuple[list[int], int]:
+    """``CacheAwareRouter``'s choices for the same texts in the same in-flight pattern.
+
+    Also how many requests it routed on the unbalanced branch (shortest queue).
+    """
     router = CacheAwareRouter(config or CacheAwareConfig(), replicas=workers)
     requests = [RoutedRequest(rid=i, arrival=0.0, key=t, session=None,
                               prompt_tokens=len(t), output_tokens=1)
                 for i, t in enumerate(texts)]
     out: list[int] = []
+    unbalanced = 0
     pending: deque[int] = deque()
     for req in requests:
         if len(pending) == in_flight:
             old = pending.popleft()
             router.on_finish(requests[old], out[old])
+        unbalanced += router.unbalanced()
         out.append(router.route(req, ()))
         pending.append(req.rid)
-    return out
+    return out, unbalanced
 
 
 @dataclass(frozen=True)
@@ -242,19 +247,29 @@ class Cell:
     same: bool
     first_difference: int | None
     workers_used: int
+    unbalanced: int  # requests the model routed by shortest queue (load unbalanced)
     seconds: float
 
 
+def router_args(config: CacheAwareConfig) -> list[str]:
+    """The launcher's options for the settings the partition depends on (eviction aside)."""
+    return ["--cache-threshold", str(config.cache_threshold),
+            "--balance-abs-threshold", str(config.balance_abs_threshold),
+            "--balance-rel-threshold", str(config.balance_rel_threshold)]
+
+
 def compare(python: Path, stream: str, texts: Sequence[str], workers: int,
-            in_flight: int) -> Cell:
-    """Run the real router and the model on ``texts``; the cell's verdict."""
+            in_flight: int, config: CacheAwareConfig | None = None) -> Cell:
+    """Run the real router and the model on ``texts`` with the same settings; the verdict."""
+    config = config or CacheAwareConfig()
     t0 = time.monotonic()
-    with RealRouter(python, workers) as real:
+    with RealRouter(python, workers, router_args(config)) as real:
         got = canonical(real.run(texts, in_flight))
-    want = canonical(simulate(texts, workers, in_flight))
+    labels, unbalanced = simulate(texts, workers, in_flight, config)
+    want = canonical(labels)
     diff = next((i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b), None)
     return Cell(stream, workers, in_flight, len(texts), diff is None, diff,
-                len(set(got)), round(time.monotonic() - t0, 1))
+                len(set(got)), unbalanced, round(time.monotonic() - t0, 1))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -264,7 +279,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--in-flight", type=int, action="append")
     parser.add_argument("-n", "--requests", type=int, default=2000)
     parser.add_argument("--json", action="store_true", help="one JSON object per cell")
+    defaults = CacheAwareConfig()
+    parser.add_argument("--cache-threshold", type=float, default=defaults.cache_threshold)
+    parser.add_argument("--balance-abs-threshold", type=int,
+                        default=defaults.balance_abs_threshold,
+                        help="below the in-flight count, the unbalanced branch is exercised")
+    parser.add_argument("--balance-rel-threshold", type=float,
+                        default=defaults.balance_rel_threshold)
     args = parser.parse_args(argv)
+    config = CacheAwareConfig(cache_threshold=args.cache_threshold,
+                              balance_abs_threshold=args.balance_abs_threshold,
+                              balance_rel_threshold=args.balance_rel_threshold)
     python = router_python()
     if python is None:
         print(f"sglang-router is not installed in {ROUTER_ENV}; build it with: {INSTALL}",
@@ -277,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         texts = streams[stream](args.requests)
         for workers in args.workers or [2, 4, 8]:
             for k in args.in_flight or [1, 8, 32]:
-                cell = compare(python, stream, texts, workers, k)
+                cell = compare(python, stream, texts, workers, k, config)
                 failed += not cell.same
                 if args.json:
                     print(json.dumps(cell.__dict__), flush=True)
@@ -285,6 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     verdict = "same" if cell.same else f"DIFFERS at {cell.first_difference}"
                     print(f"{stream:9s} workers={workers} in_flight={k:<3d} "
                           f"requests={cell.requests} used={cell.workers_used} "
+                          f"unbalanced={cell.unbalanced} "
                           f"{verdict} ({cell.seconds} s)", flush=True)
     return 1 if failed else 0
 
