@@ -18,6 +18,7 @@ import typer
 
 from radix_evict.inputs import read_config_arg, split_named_config
 from radix_evict.sim.sweep import GridParts, SweepValueError
+from radix_evict.sim.sweep.fleet_axes import parse_router
 from radix_evict.sim.sweep.grid import DEVICE_POLICY
 from radix_evict.sim.sweep.run import MAX_CELLS
 from radix_evict.sim.sweep.values import counts_of, names_of, numbers_of, parse_vary
@@ -139,6 +140,13 @@ class SweepOptions:
     host_config: Annotated[Texts, _opt(
         "--host-config", help=f"{HOST_CONFIG_HELP} Repeatable: NAME=JSON for host policy NAME; "
                               "plain JSON or @FILE for the one --host-policy.")] = None
+    replicas: Annotated[Texts, _opt(
+        "--replicas", help="With --timing: a fleet of N replicas behind --router, N1,N2,... (a "
+                           "grid axis).", show_default="one server")] = None
+    router: Annotated[Texts, _opt(
+        "--router", help="With --timing: the fleet's router (repeatable; a grid axis): NAME or "
+                         "NAME=JSON (its config, checked strictly).",
+        show_default="round_robin with --replicas")] = None
     ray: Annotated[str | None, _opt(
         "--ray", help="Run each cell as a Ray task: 'auto' (this machine's cluster or "
                       "RAY_ADDRESS), HOST:PORT, ray://HOST:PORT, or 'local' (a private Ray "
@@ -172,6 +180,7 @@ PANELS = {
                           "time_scale", "slo_ttft", "slo_tpot", "chunked_prefill_size"),
     "Host tier": ("host_tokens", "hicache_ratio", "write_policy", "host_policy",
                   "write_threshold", "host_config"),
+    "Fleet (--timing)": ("replicas", "router"),
     "Execution (jobs, Ray, resume)": ("ray", "jobs", "max_cells", "dry_run", "progress"),
     "Output": ("out", "json_out", "plot", "force"),
 }
@@ -217,6 +226,8 @@ def grid_parts(o: SweepOptions) -> GridParts:
             hicache_ratios=numbers_of(o.hicache_ratio, "--hicache-ratio"),
             write_policies=names_of(o.write_policy),
             host_policies=[None if p == DEVICE_POLICY else p for p in hosts] if hosts else None,
-            write_threshold=o.write_threshold, host_configs=_host_configs(o.host_config, hosts))
+            write_threshold=o.write_threshold, host_configs=_host_configs(o.host_config, hosts),
+            replicas=counts_of(o.replicas, "--replicas"),
+            routers=[parse_router(r) for r in o.router] if o.router else None)
     except SweepValueError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None

@@ -36,7 +36,7 @@ def fake_fleet(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
 
     monkeypatch.setattr(plan_mod.FleetProbe, "__call__", probe)
     if not HAS_REGISTRY:  # the router registry is another part of the issue
-        monkeypatch.setattr(plan_setup, "check_router", lambda name, config: None)
+        monkeypatch.setattr(plan_setup, "check_router", lambda *a, **k: None)
     return calls
 
 

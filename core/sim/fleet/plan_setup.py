@@ -5,7 +5,7 @@
 naming the option), reads the trace or builds the workload, validates every
 policy and router config strictly, and returns a :class:`PreparedPlan` whose
 :meth:`~PreparedPlan.run` is the plan. A router is ``NAME`` or
-``NAME=JSON`` (its config, checked by the router registry).
+``NAME=JSON`` (its config, checked by the router registry), as sweep's ``--router``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Any
 
 from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.errors import OptionError
-from radix_evict.inputs import read_config_arg, split_named_config
 from radix_evict.sim.fleet.plan import (
     DEFAULT_MAX_REPLICAS,
     DEFAULT_PERCENTILE,
@@ -30,11 +29,13 @@ from radix_evict.sim.fleet.plan import (
 from radix_evict.sim.host import build_host, check_host_fits, check_transfer
 from radix_evict.sim.preflight import check_pool, check_workload_pools
 from radix_evict.sim.setup import build_runs, build_trace, build_workloads
+from radix_evict.sim.sweep.fleet_axes import check_router, parse_router
+from radix_evict.sim.sweep.values import SweepValueError
 from radix_evict.sim.timed.options import DEFAULT_OBJECTIVE, build_timing, check_page
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload
 from radix_evict.sim.workloads.select import parse_params
 
-__all__ = ["DEFAULT_ROUTER", "PlanRequest", "PreparedPlan", "parse_router", "prepare_plan"]
+__all__ = ["DEFAULT_ROUTER", "PlanRequest", "PreparedPlan", "prepare_plan"]
 
 DEFAULT_ROUTER = "cache_aware"  # sglang-router's default policy
 
@@ -61,36 +62,17 @@ class PlanRequest:
     jobs: int | None = None
 
 
-def parse_router(value: str) -> tuple[str, dict[str, Any] | None]:
-    """``--router NAME`` or ``NAME=JSON`` (or ``NAME=@FILE``) -> (name, config as given)."""
-    import json
-
-    name, text = split_named_config(value)
-    if name is None:
-        if not value.strip() or value.lstrip().startswith(("{", "@")):
-            raise OptionError(f"--router {value!r}: give a router NAME, or NAME=JSON for its "
-                              "config")
-        return value.strip(), None
-    raw = read_config_arg(text, "--router")
+def _routers(values: Sequence[str]) -> list[tuple[str, dict[str, Any] | None]]:
+    """``--router`` values, each a router and its config checked by the registry."""
+    out = []
     try:
-        config = json.loads(raw or "")
-    except json.JSONDecodeError as exc:
-        raise OptionError(f"--router {name}: its config is not JSON: {exc}", invalid=True) \
-            from None
-    if not isinstance(config, dict):
-        raise OptionError(f"--router {name}: its config is a JSON object, got {raw}",
-                          invalid=True)
-    return name, config
-
-
-def check_router(name: str, config: dict[str, Any] | None) -> None:
-    """The router exists and its config validates (the registry's strict checks)."""
-    from radix_evict.sim.fleet.registry import build_router
-
-    try:
-        build_router(name, config, replicas=1, seed=0)
-    except Exception as exc:  # the registry's error names the router and the key
-        raise OptionError(f"--router {name}: {exc}", invalid=True) from None
+        for v in values:
+            name, config = parse_router(v)
+            check_router(name, config)
+            out.append((name, config))
+    except SweepValueError as exc:
+        raise OptionError(str(exc), invalid=True) from None
+    return out
 
 
 def _hosts(values: Sequence[int] | None) -> list[HostTierSpec | None]:
@@ -141,9 +123,7 @@ def prepare_plan(r: PlanRequest) -> PreparedPlan:
     if r.max_replicas < 1:
         raise OptionError(f"--max-replicas must be at least 1, got {r.max_replicas}")
     check_pool(r.pool_tokens, r.page_size)
-    routers = [parse_router(v) for v in r.router or [DEFAULT_ROUTER]]
-    for name, config in routers:
-        check_router(name, config)
+    routers = _routers(r.router or [DEFAULT_ROUTER])
     timing = build_timing(timing=True, seed=r.seed, objective=DEFAULT_OBJECTIVE,
                           max_running=r.max_running, cost_model=r.cost_model,
                           slo_ttft=r.slo_ttft)

@@ -21,6 +21,7 @@ from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.policies.contract import PolicyConfig
 from radix_evict.sim.configs import config_dict
 from radix_evict.sim.oracle import ORACLE
+from radix_evict.sim.sweep.fleet_axes import FleetPoint
 from radix_evict.sim.sweep.host_axes import host_key, host_point_text
 from radix_evict.sim.sweep.keys import canonical_json
 from radix_evict.sim.sweep.timing_axes import TimingPoint
@@ -84,6 +85,7 @@ class Cell:
     __slots__ = (
         "config",
         "config_json",
+        "fleet",
         "host",
         "inputs",
         "key",
@@ -98,7 +100,8 @@ class Cell:
     def __init__(self, policy: str, config: PolicyConfig | None, pool_tokens: int | None,
                  page_size: int, source: Source, seed: int | None,
                  timing: TimingPoint | None = None, host: HostTierSpec | None = None,
-                 inputs: Mapping[str, str] | None = None) -> None:
+                 inputs: Mapping[str, str] | None = None, fleet: FleetPoint | None = None
+                 ) -> None:
         self.policy = policy
         self.config = config
         self.pool_tokens = pool_tokens
@@ -107,6 +110,7 @@ class Cell:
         self.seed = seed
         self.timing = timing
         self.host = host
+        self.fleet = fleet
         self.inputs = dict(inputs or {})  # entry name -> the file's digest
         cfg = None if config is None else config_dict(config)
         self.config_json = canonical_json(cfg)
@@ -119,6 +123,8 @@ class Cell:
             coordinates["timing"] = timing.key()
         if host is not None:  # nor does a one-tier cell's (a host tier of 0 tokens too)
             coordinates["host"] = host_key(host)
+        if fleet is not None:  # nor does a single-server cell's
+            coordinates["fleet"] = fleet.key()
         if self.inputs:  # nor does a cell that reads no file
             coordinates["inputs"] = self.inputs
         self.key = canonical_json(coordinates)
@@ -134,7 +140,8 @@ class Cell:
 
     def __reduce__(self) -> tuple[Any, ...]:  # slots and no __dict__: pickle by arguments
         return (Cell, (self.policy, self.config, self.pool_tokens, self.page_size,
-                       self.source, self.seed, self.timing, self.host, self.inputs))
+                       self.source, self.seed, self.timing, self.host, self.inputs,
+                       self.fleet))
 
     @property
     def config_dict(self) -> dict[str, Any] | None:
@@ -162,19 +169,21 @@ class Cell:
     def describe(self) -> str:
         """Short text for messages: ``slru {"protected_threshold":2}, pool 1,000,000, chat``."""
         return describe_cell(self.policy, self.config_json, self.pool_tokens, self.page_size,
-                             self.source, self.seed, self.timing, self.host)
+                             self.source, self.seed, self.timing, self.host, self.fleet)
 
 
 def describe_cell(policy: str, config_json: str, pool_tokens: int | None, page_size: int,
                   source: Source, seed: int | None, timing: TimingPoint | None = None,
-                  host: HostTierSpec | None = None) -> str:
+                  host: HostTierSpec | None = None, fleet: FleetPoint | None = None) -> str:
     """How messages name a cell (one whose config is not yet validated too)."""
     cfg = "" if config_json == "null" else f" {config_json}"
     pool = "default pool" if pool_tokens is None else f"pool {pool_tokens:,}"
     at_seed = "" if seed is None else f", seed {seed}"
     timed = "" if timing is None else f", timed: {timing.label}"
     tier = "" if host is None else f", {host_point_text(host)}"
-    return f"{policy}{cfg}, {pool}, page {page_size}, {source.label}{at_seed}{timed}{tier}"
+    fleet_text = "" if fleet is None else f", {fleet.label}"
+    return (f"{policy}{cfg}, {pool}, page {page_size}, {source.label}{at_seed}{timed}{tier}"
+            f"{fleet_text}")
 
 
 def page_pool(pool_tokens: int | None, page_size: int) -> int | None:
@@ -197,7 +206,8 @@ class Spot:
     config: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     timing: TimingPoint | None = None
     host: HostTierSpec | None = None
+    fleet: FleetPoint | None = None
 
     def describe(self) -> str:
         return describe_cell(self.policy, self.config_json, self.pool_tokens, self.page_size,
-                             self.source, self.seed, self.timing, self.host)
+                             self.source, self.seed, self.timing, self.host, self.fleet)

@@ -8,7 +8,8 @@ Belady's offline oracle at every pool size and the infinite-pool ceiling
 
 The grid's parts have a module each: ``cell`` (a cell, its source and its
 key), ``keys`` (one spelling per value in a key), ``timing_axes`` (a timed
-grid's axes), ``host_axes`` (a host tier's axes); ``spec`` and ``values``
+grid's axes), ``host_axes`` (a host tier's axes), ``fleet_axes`` (replicas
+and routers: a fleet's axes); ``spec`` and ``values``
 parse what a user wrote into a grid, and ``check`` validates its cells. The
 names they define are importable from here too.
 """
@@ -34,6 +35,7 @@ from radix_evict.sim.sweep.cell import (
     describe_cell,
     page_pool,
 )
+from radix_evict.sim.sweep.fleet_axes import FleetAxes, FleetPoint
 from radix_evict.sim.sweep.host_axes import (
     DEVICE_POLICY,
     HostAxes,
@@ -48,7 +50,8 @@ from radix_evict.sim.sweep.timing_axes import TimingAxes, TimingPoint, timing_la
 
 # The grid's own names, and those of its parts' modules, importable from here as before.
 __all__ = [
-    "CEILING", "DEVICE_POLICY", "ORACLE", "REFERENCES", "Cell", "Grid", "HostAxes", "HostPoint",
+    "CEILING", "DEVICE_POLICY", "ORACLE", "REFERENCES", "Cell", "FleetAxes", "FleetPoint", "Grid",
+    "HostAxes", "HostPoint",
     "PolicyAxes", "Source", "SourceKind", "Spot", "TimingAxes", "TimingPoint", "canonical_json",
     "cost_model_key", "describe_cell", "host_label", "host_line", "page_pool", "timing_label",
     "write_threshold_of",
@@ -88,6 +91,7 @@ class Grid:
     timing: TimingAxes | None = None  # a timed grid: every cell runs the timed replay
     hidden: bool = False  # accept registered policies that are not --policy choices (fifo, mru)
     host: HostAxes | None = None  # a host tier (HiCache): its sizes, write and host policies
+    fleet: FleetAxes | None = None  # replicas behind a router (timed grids): counts, routers
 
     def count(self) -> int:
         """How many cells the axes multiply to, before any duplicate is dropped (no expansion)."""
@@ -95,7 +99,8 @@ class Grid:
         runs = sum(len(self.seeds) if s.seeded else 1 for s in self.sources)
         points = self.timing.count() if self.timing is not None else 1
         hosts = self.host.count() if self.host is not None else 1
-        per_point = configs * len(self.page_sizes) * len(self.pool_tokens) * hosts
+        fleets = self.fleet.count() if self.fleet is not None else 1
+        per_point = configs * len(self.page_sizes) * len(self.pool_tokens) * hosts * fleets
         if self.references:  # the oracle at every pool size, the ceiling per page size
             per_point += len(self.page_sizes) * (len(self.pool_tokens) + 1)
         return runs * points * per_point
@@ -110,11 +115,12 @@ class Grid:
         points: list[TimingPoint | None] = (
             [None] if self.timing is None else list(self.timing.points()))
         hosts: list[HostTierSpec | None] = [None] if self.host is None else self.host.points()
+        fleets: list[FleetPoint | None] = [None] if self.fleet is None else self.fleet.points()
         for source in self.sources:
             seeds: Iterable[int | None] = self.seeds if source.seeded else (None,)
             for seed in seeds:
                 for point in points:
-                    for host in hosts:
+                    for host, fleet in itertools.product(hosts, fleets):
                         for axes in self.policies:
                             for config in axes.configs():
                                 text = canonical_json(config)
@@ -123,7 +129,7 @@ class Grid:
                                     for pool in self.pool_tokens:
                                         out.setdefault(Spot(
                                             axes.policy, text, page_pool(pool, page), page,
-                                            source, seed, config, point, tier))
+                                            source, seed, config, point, tier, fleet))
                     if self.references:  # one-tier (the ceiling is the two-tier bound too)
                         for page in self.page_sizes:
                             for pool in self.pool_tokens:
@@ -158,7 +164,7 @@ class Grid:
                 trace = s.source.name if s.source.kind == "trace" else None
                 digests[at] = cell_inputs(input_files(trace, config))
             cell = Cell(s.policy, config, s.pool_tokens, s.page_size, s.source, s.seed,
-                        s.timing, s.host, digests[at])
+                        s.timing, s.host, digests[at], s.fleet)
             out.setdefault(cell.key, cell)
         return list(out.values())
 
@@ -197,6 +203,9 @@ class Grid:
             parts.append(_count(models, "cost model"))
         if self.host is not None:
             parts.extend(self._host_sizes(cells))
+        if self.fleet is not None:
+            parts += [_count(len(self.fleet.replicas), "replica count"),
+                      _count(len(self.fleet.routers), "router")]
         return " x ".join(parts)
 
     def _host_sizes(self, cells: Sequence[Cell] | None) -> list[str]:

@@ -10,6 +10,8 @@ and its row adds the timing axes and the timed figures (virtual time, as
 deterministic as the hit rate). A cell with a host tier replays with
 ``host=`` (:meth:`Cell.host_spec`) and its row adds the host point and the
 host tier's figures (``ReplayResult.host``); the references run one-tier.
+A fleet cell (``Cell.fleet``: replicas behind a router) replays with
+:func:`~radix_evict.sim.fleet.replay.replay_fleet` (:mod:`radix_evict.sim.sweep.fleet_cell`).
 ``via`` says how a row's figures came: ``replay`` here, ``curve`` for the lru
 cells one pool-size curve pass computed (:mod:`radix_evict.sim.sweep.curve_groups`).
 """
@@ -31,7 +33,8 @@ from radix_evict.sim.workloads import Workload
 
 def _blank(cell: Cell) -> dict[str, Any]:
     """Every column of the cell's kind (timed or not, host tier or not), None."""
-    return dict.fromkeys(columns(cell.timing is not None, cell.host is not None))
+    return dict.fromkeys(columns(cell.timing is not None, cell.host is not None,
+                                 cell.fleet is not None))
 
 
 def _coordinates(cell: Cell) -> dict[str, Any]:
@@ -56,6 +59,9 @@ def _coordinates(cell: Cell) -> dict[str, Any]:
         out.update({"host_tokens": h.tokens, "hicache_ratio": key["ratio"],
                     "write_policy": h.write_policy, "write_threshold": h.threshold,
                     "host_policy": key["policy"], "host_config": key["config"]})
+    if cell.fleet is not None:
+        out.update({"replicas": cell.fleet.replicas, "router": cell.fleet.router,
+                    "router_config": cell.fleet.router_config})
     return out
 
 
@@ -157,6 +163,10 @@ def run_cell(cell: Cell, workload: Workload, progress: Any = None) -> dict[str, 
         if cell.policy == CEILING:
             ceiling = infinite_pool_ceiling(workload, cell.page_size, cell.timing_spec())
             return ceiling_row(cell, ceiling.hit_rate, time.perf_counter() - t0)
+        if cell.fleet is not None:
+            from radix_evict.sim.sweep.fleet_cell import run_fleet_cell
+
+            return run_fleet_cell(cell, workload, base_row(cell), progress)
         timing = cell.timing_spec()
         if cell.policy == ORACLE:
             result = replay_oracle(workload, pool_tokens=cell.pool_tokens,

@@ -8,7 +8,10 @@ replay's figures after ``failed_admissions``. A row is timed when its
 ``cost_model`` is set (:func:`row_fields`). A cell with a host tier (HiCache)
 adds its host point after the timing axes (:data:`HOST_AXES`) and the
 host tier's figures after the timed ones (:data:`HOST_FIGURES`); a row is a
-host row when its ``write_policy`` is set. :class:`ResultRow` states each
+host row when its ``write_policy`` is set. A fleet cell (replicas behind a
+router, timed) adds its fleet point after the host point (:data:`FLEET_AXES`)
+and the fleet's figures last among the figures (:data:`FLEET_FIGURES`); a row
+is a fleet row when its ``replicas`` is set. :class:`ResultRow` states each
 field's type and range once; rows are checked against it before they are
 written, and rows read back from a result file are checked against it before
 a rerun trusts them, so a hand-edited ``"hit_rate": 7.5`` or
@@ -58,6 +61,10 @@ class ResultRow(BaseModel):
     write_threshold: int | None = Field(None, ge=0)
     host_policy: str | None = None
     host_config: dict[str, Any] | None = None
+    # the fleet's point, in fleet rows only (router_config None: the router's defaults)
+    replicas: int | None = Field(None, ge=1)
+    router: str | None = None
+    router_config: dict[str, Any] | None = None
     ttft_p50_ms: float | None = Field(None, ge=0)
     ttft_p90_ms: float | None = Field(None, ge=0)
     ttft_p99_ms: float | None = Field(None, ge=0)
@@ -82,6 +89,11 @@ class ResultRow(BaseModel):
     write_failed_tokens: int | None = Field(None, ge=0)
     load_back_failed_tokens: int | None = Field(None, ge=0)
     copy_wait_s: float | None = Field(None, ge=0)
+    # the fleet's figures (FleetResult), in fleet rows only: GPU-hours of the workload and the
+    # load balance (max over mean requests and prompt tokens per replica)
+    gpu_hours: float | None = Field(None, ge=0)
+    balance_requests: float | None = Field(None, ge=0)
+    balance_tokens: float | None = Field(None, ge=0)
     # how the figures were computed: "curve" (one lru pass for every pool size of its group,
     # radix_evict.sim.curve) or "replay" (the cell's own replay); None in older files' rows
     via: Literal["curve", "replay"] | None = None
@@ -116,19 +128,24 @@ HOST_FIGURES = (  # the host tier's figures, after the timed ones
     "host_evicted_tokens", "host_evictions", "reclaimed_tokens", "dropped_tokens",
     "write_failed_tokens", "load_back_failed_tokens", "copy_wait_s",
 )
+FLEET_AXES = ("replicas", "router", "router_config")  # a fleet cell's point, after the host's
+FLEET_FIGURES = ("gpu_hours", "balance_requests", "balance_tokens")  # after the host figures
 
 
 # An untimed row's columns, in order: exactly those of every sweep before the timed replay.
 ROW_FIELDS = tuple(k for k in FIELD_TYPES
-                   if k not in TIMED_AXES + TIMED_FIGURES + HOST_AXES + HOST_FIGURES)
+                   if k not in TIMED_AXES + TIMED_FIGURES + HOST_AXES + HOST_FIGURES
+                   + FLEET_AXES + FLEET_FIGURES)
 
 
-def columns(timed: bool = False, host: bool = False) -> tuple[str, ...]:
+def columns(timed: bool = False, host: bool = False, fleet: bool = False) -> tuple[str, ...]:
     """The columns of a row of that kind, in order: :data:`ROW_FIELDS`, with the timing axes
-    after ``seed`` and the host point after them, the timed figures after
-    ``failed_admissions`` and the host figures after them."""
-    axes = (TIMED_AXES if timed else ()) + (HOST_AXES if host else ())
-    figures = (TIMED_FIGURES if timed else ()) + (HOST_FIGURES if host else ())
+    after ``seed``, the host point and the fleet point after them, the timed figures after
+    ``failed_admissions``, the host figures and the fleet figures after them."""
+    axes = ((TIMED_AXES if timed else ()) + (HOST_AXES if host else ())
+            + (FLEET_AXES if fleet else ()))
+    figures = ((TIMED_FIGURES if timed else ()) + (HOST_FIGURES if host else ())
+               + (FLEET_FIGURES if fleet else ()))
     seed = ROW_FIELDS.index("seed") + 1
     failed = ROW_FIELDS.index("failed_admissions") + 1
     return (*ROW_FIELDS[:seed], *axes, *ROW_FIELDS[seed:failed], *figures,
@@ -144,9 +161,12 @@ VIA = "via"
 LEGACY_COLUMN_SETS = tuple(tuple(k for k in cols if k != VIA)
                            for cols in (ROW_FIELDS, TIMED_ROW_FIELDS, HOST_ROW_FIELDS,
                                         TIMED_HOST_ROW_FIELDS))
+# A fleet replays timed: its rows' columns, with a host tier or without.
+FLEET_ROW_FIELDS = columns(timed=True, fleet=True)
+FLEET_HOST_ROW_FIELDS = columns(timed=True, host=True, fleet=True)
 # The columns a result file may have.
 COLUMN_SETS = (ROW_FIELDS, TIMED_ROW_FIELDS, HOST_ROW_FIELDS, TIMED_HOST_ROW_FIELDS,
-               *LEGACY_COLUMN_SETS)
+               FLEET_ROW_FIELDS, FLEET_HOST_ROW_FIELDS, *LEGACY_COLUMN_SETS)
 # Wall-clock timings: the only fields that differ between two runs of one cell (the timed
 # replay's figures are in virtual time, and the same for every run).
 TIMING_FIELDS = ("replay_s", "cache_s")
@@ -162,9 +182,15 @@ def is_host(row: dict[str, Any]) -> bool:
     return row.get("write_policy") is not None
 
 
+def is_fleet(row: dict[str, Any]) -> bool:
+    """Whether ``row`` is a fleet cell's (its ``replicas`` is set)."""
+    return row.get("replicas") is not None
+
+
 def row_fields(row: dict[str, Any]) -> tuple[str, ...]:
-    """The columns of ``row``'s kind (:func:`columns`): timed or not, host tier or not."""
-    return columns(is_timed(row), is_host(row))
+    """The columns of ``row``'s kind (:func:`columns`): timed or not, host tier or not, fleet
+    or not."""
+    return columns(is_timed(row), is_host(row), is_fleet(row))
 
 
 class RowError(ValueError):

@@ -27,6 +27,8 @@ A grid file (YAML or TOML) has the command line's axes as keys::
     host_policy: [device, lfu]  # what ranks host leaves; device (default): the device policy
     host_config: {lfu: {}}    # a config per host policy (checked strictly)
     write_threshold: 2        # one value: the write-through policies' backup threshold
+    replicas: [1, 2, 4]       # with timing: a fleet of N replicas behind a router (or "1..8*2")
+    router: [round_robin, 'cache_aware={"cache_threshold": 0.5}']  # NAME or NAME=JSON
 
 A list is taken item by item; a string is read with the command line's
 syntax (:mod:`radix_evict.sim.sweep.values`). Options given on the command
@@ -64,6 +66,7 @@ from radix_evict.cache.host_tier import DEFAULT_WRITE_POLICY, WRITE_BACK
 from radix_evict.inputs import CONFIG_BYTES, InputFileError, read_text
 from radix_evict.policies.contract import PolicyConfig
 from radix_evict.sim.runs import default_policies
+from radix_evict.sim.sweep.fleet_axes import FleetAxes, make_fleet_axes, read_fleet_keys
 from radix_evict.sim.sweep.grid import (
     DEVICE_POLICY,
     Grid,
@@ -101,8 +104,9 @@ TIMING_KEYS = ("timing", "max_running", "rate", "cost_model", "concurrency", "ti
 # The host tier's keys (the command line's --host-tokens, --hicache-ratio, ...).
 HOST_KEYS = ("host_tokens", "hicache_ratio", "write_policy", "host_policy", "host_config",
              "write_threshold")
+FLEET_KEYS = ("replicas", "router")  # a fleet (timed): --replicas, --router
 FILE_KEYS = ("policies", "pool_tokens", "page_size", "workloads", "traces", "params", "seeds",
-             "oracle", "hidden", *TIMING_KEYS, *HOST_KEYS, "grids")
+             "oracle", "hidden", *TIMING_KEYS, *HOST_KEYS, *FLEET_KEYS, "grids")
 # What one entry of ``grids`` may set: everything but the list itself and the summary's
 # objective (one for the whole sweep).
 GRID_ENTRY_KEYS = tuple(k for k in FILE_KEYS if k not in ("grids", "objective"))
@@ -143,6 +147,9 @@ class GridParts:
     host_policies: list[str | None] | None = None
     host_configs: dict[str, Any] | None = None
     write_threshold: int | None = None
+    # A fleet (timed grids): replica counts, and routers with their configs as given.
+    replicas: list[int] | None = None
+    routers: list[tuple[str, dict[str, Any] | None]] | None = None
     # Several grids swept as one (a grid file's ``grids``): each entry's own axes, over
     # these (the shared ones); None for one grid. See :meth:`expand`.
     grids: list[GridParts] | None = None
@@ -225,7 +232,7 @@ def make_grid(parts: GridParts) -> Grid:
         workloads = [DEFAULT_WORKLOAD]
     sources = make_sources(list(dict.fromkeys(workloads)), list(dict.fromkeys(traces)),
                            parts.params or [])
-    timing, host = timing_axes(parts), host_axes(parts)
+    timing, host, fleet = timing_axes(parts), host_axes(parts), fleet_axes(parts)
     if timing is not None and host is not None:
         for model in timing.cost_models:
             if model.transfer is None:
@@ -249,6 +256,7 @@ def make_grid(parts: GridParts) -> Grid:
         timing=timing,
         hidden=bool(parts.hidden),
         host=host,
+        fleet=fleet,
     )
 
 
@@ -302,6 +310,11 @@ def timing_axes(parts: GridParts) -> TimingAxes | None:
         except ValueError as exc:
             raise SweepValueError(f"timing: {exc}") from None
     return axes
+
+
+def fleet_axes(parts: GridParts) -> FleetAxes | None:
+    """The fleet axes ``parts`` ask for (None: one server); SweepValueError names a bad key."""
+    return make_fleet_axes(parts.replicas, parts.routers, timing=bool(parts.timing))
 
 
 def host_axes(parts: GridParts) -> HostAxes | None:
@@ -467,7 +480,15 @@ def _parts(path: Path, data: Mapping[str, Any], at: str | None = None) -> GridPa
         parts.params = [_param(str(k), v) for k, v in params.items()]
     _timing_parts(path, data, parts, where)
     _host_parts(data, parts, where)
+    _fleet_parts(data, parts, where)
     return parts
+
+
+def _fleet_parts(data: Mapping[str, Any], parts: GridParts, where: str) -> None:
+    """A grid file's fleet keys (``replicas``, ``router``), read by ``fleet_axes``."""
+    replicas, routers = read_fleet_keys(data, where)
+    parts.replicas = replicas if replicas is not None else parts.replicas
+    parts.routers = routers if routers is not None else parts.routers
 
 
 def _host_parts(data: Mapping[str, Any], parts: GridParts, where: str) -> None:

@@ -44,6 +44,7 @@ from radix_evict.sim.sweep.lock import FileLock, LockHeld
 from radix_evict.sim.sweep.schema import (
     COLUMN_SETS,
     FIELD_TYPES,
+    FLEET_FIGURES,
     OK,
     ROW_FIELDS,
     TIMED_FIGURES,
@@ -51,6 +52,7 @@ from radix_evict.sim.sweep.schema import (
     RowError,
     check_row,
     columns,
+    is_fleet,
     is_host,
     is_timed,
     row_fields,
@@ -123,11 +125,12 @@ class ResultFile:
     holds it), so the rows read are the rows the file will keep. ``timed``:
     the sweep's rows are timed (a new CSV or Parquet file gets the timed
     columns; an untimed sweep's CSV is refused); ``host``: some have a host
-    tier (the same, with the host columns).
+    tier (the same, with the host columns); ``fleet``: some are fleet cells (the
+    same, with the fleet columns).
     """
 
     def __init__(self, path: Path, *, write: bool = False, timed: bool = False,
-                 host: bool = False) -> None:
+                 host: bool = False, fleet: bool = False) -> None:
         self._fh: IO[str] | None = None
         self._csv: Any = None
         self._lock: FileLock | None = None
@@ -135,6 +138,7 @@ class ResultFile:
         self.format = check_path(path)
         self.timed = timed
         self.host = host
+        self.fleet = fleet
         self.columns: tuple[str, ...] | None = None  # a CSV file's header, once read
         self.rows: dict[str, dict[str, Any]] = {}
         self.torn = 0  # bytes of an unfinished last line, dropped when writing starts
@@ -158,11 +162,16 @@ class ResultFile:
                 for row in self._read():
                     self.rows[row["cell"]] = row
             if self.format == ".csv" and self.columns is not None:
-                missing = set(columns(timed, host)) - set(self.columns) - {VIA}
+                missing = set(columns(timed, host, fleet)) - set(self.columns) - {VIA}
                 if missing & set(TIMED_FIGURES):
                     raise ResultFileError(
                         f"{path}: an untimed sweep's file: its columns have no place for the "
                         "timed figures (ttft_p99_ms, ...); give this timed sweep another --out")
+                if missing & set(FLEET_FIGURES):
+                    raise ResultFileError(
+                        f"{path}: a single-server sweep's file: its columns have no place for "
+                        "the fleet's figures (gpu_hours, ...); give this sweep with --replicas "
+                        "or --router another --out")
                 if missing:
                     raise ResultFileError(
                         f"{path}: a one-tier sweep's file: its columns have no place for the "
@@ -296,7 +305,7 @@ class ResultFile:
             self._newline = False
         if self.format == ".csv":
             if new or self.columns is None:
-                self.columns = columns(self.timed, self.host)
+                self.columns = columns(self.timed, self.host, self.fleet)
             self._csv = csv.DictWriter(self._fh, fieldnames=list(self.columns))
             if new:
                 self._csv.writeheader()
@@ -331,7 +340,8 @@ class ResultFile:
                  "float": pa.float64()}
         timed = self.timed or any(is_timed(r) for r in self.rows.values())
         host = self.host or any(is_host(r) for r in self.rows.values())
-        names = columns(timed, host)
+        fleet = self.fleet or any(is_fleet(r) for r in self.rows.values())
+        names = columns(timed, host, fleet)
         schema = pa.schema([(k, types[FIELD_TYPES[k]]) for k in names])
         table = pa.Table.from_pylist([_flat(r, names) for r in self.rows.values()],
                                      schema=schema)

@@ -38,6 +38,7 @@ from statistics import fmean
 from typing import Any
 
 from radix_evict.sim.bound import oracle_name, references
+from radix_evict.sim.sweep.fleet_axes import fleet_label
 from radix_evict.sim.sweep.grid import (
     CEILING,
     ORACLE,
@@ -65,7 +66,11 @@ def point_label(row: Row) -> str | None:
     """A timed row's timing point (``llama3-8b-h100, max running 64, rate 2/s``); None untimed."""
     if not is_timed(row):
         return None
-    return timing_label(row["cost_model"], row.get("max_running"), row.get("rate"))
+    label = timing_label(row["cost_model"], row.get("max_running"), row.get("rate"))
+    if row.get("replicas") is not None:  # a fleet's point: its own curves and best configs
+        label += ", " + fleet_label(row["replicas"], row["router"],
+                                    canonical_json(row.get("router_config")))
+    return label
 
 
 def host_point_label(row: Row) -> str | None:

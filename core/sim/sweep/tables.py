@@ -78,7 +78,8 @@ def ms(x: float) -> str:
 
 
 AXES = (("cost_model", "cost model", str), ("max_running", "max running", str),
-        ("rate", "rate /s", lambda v: f"{v:g}"))
+        ("rate", "rate /s", lambda v: f"{v:g}"), ("replicas", "replicas", str),
+        ("router", "router", str))  # a fleet's too
 
 
 def _host_size(row: Row) -> str:

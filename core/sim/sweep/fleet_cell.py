@@ -1,0 +1,71 @@
+"""A fleet cell's replay and row: N timed servers behind a router, one row for the fleet.
+
+The row has a timed row's columns (over every request of the fleet), the
+fleet's point (``replicas``, ``router``, ``router_config``) and its own
+figures: ``gpu_hours`` (replicas x the workload's makespan) and the load
+balance (max over mean requests and prompt tokens per replica). The
+uncached-token percentiles are over the requests served, as the
+single-server replay's are; ``evicted_tokens`` sums the replicas'.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from radix_evict.sim.configs import PolicyRun
+from radix_evict.sim.curve import REPLAY
+from radix_evict.sim.sweep.cell import Cell
+from radix_evict.sim.sweep.schema import OK
+from radix_evict.sim.workloads import Workload
+
+__all__ = ["fleet_figures", "run_fleet_cell"]
+
+
+def fleet_figures(result: Any) -> dict[str, Any]:
+    """A FleetResult's columns: the token figures, the timed ones, the fleet's own."""
+    served = [r for r in result.records if r.refused is None]
+    uncached = np.asarray([r.prompt_tokens - r.hit_tokens for r in served], dtype=np.float64)
+    p50, p90, p99 = ((float(np.percentile(uncached, q)) for q in (50, 90, 99))
+                     if uncached.size else (0.0, 0.0, 0.0))
+    f = result.fleet
+    return {
+        "requests": result.requests, "hit_rate": result.hit_rate,
+        "p50_uncached": p50, "p90_uncached": p90, "p99_uncached": p99,
+        "mean_uncached": float(uncached.mean()) if uncached.size else 0.0,
+        "evicted_tokens": sum(r.evicted_tokens for r in result.per_replica),
+        "failed_admissions": f.refused,
+        "ttft_p50_ms": f.ttft_ms.p50, "ttft_p90_ms": f.ttft_ms.p90, "ttft_p99_ms": f.ttft_ms.p99,
+        "queue_p99_ms": f.queue_ms.p99, "tpot_p50_ms": None if f.tpot_ms is None else f.tpot_ms.p50,
+        "e2e_p99_ms": f.e2e_ms.p99, "slo_attainment": f.slo_attainment,
+        "throughput_rps": f.throughput_rps, "goodput_rps": f.goodput_rps,
+        "retractions": f.retractions, "peak_queue": f.peak_queue,
+        "gpu_hours": result.gpu_hours,
+        "balance_requests": result.balance.requests_max_over_mean,
+        "balance_tokens": result.balance.tokens_max_over_mean,
+    }
+
+
+def run_fleet_cell(cell: Cell, workload: Workload, base: dict[str, Any],
+                   progress: Any = None) -> dict[str, Any]:
+    """Replay a fleet cell (errors propagate: the caller makes them rows); ``base`` is its
+    row with the coordinates filled in."""
+    from radix_evict.sim.fleet.replay import replay_fleet
+
+    assert cell.fleet is not None and cell.timing is not None
+    t0 = time.perf_counter()
+    pool = cell.pool_tokens if cell.pool_tokens is not None else workload.default_pool_tokens
+    timing = cell.timing_spec()
+    assert timing is not None
+    result = replay_fleet(workload, PolicyRun(cell.policy, cell.config), pool_tokens=pool,
+                          page_size=cell.page_size, timing=timing,
+                          fleet=cell.fleet.spec(cell.seed), host=cell.host_spec(),
+                          progress=progress)
+    row = dict(base)
+    row.update(fleet_figures(result))
+    row.update({"pool_tokens": result.pool_tokens, "via": REPLAY,
+                "replay_s": time.perf_counter() - t0, "status": OK,
+                "config_source": "given" if cell.config is not None else "none"})
+    return row
