@@ -21,9 +21,9 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.sim.configs import PolicyRun
@@ -143,7 +143,8 @@ class _Fleet:
         """Ask the router, check its answer, hand the request to that replica."""
         n = self.arrived
         self.arrived += 1
-        rr = RoutedRequest(n, t, req.prompt, req.session, len(req.prompt), len(req.output))
+        key = cast(Sequence[Hashable], req.prompt)  # the token array itself: no copy
+        rr = RoutedRequest(n, t, key, req.session, len(req.prompt), len(req.output))
         t0 = time.thread_time()
         try:
             i = self.router.route(rr, self.views)
