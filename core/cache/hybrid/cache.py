@@ -1,0 +1,400 @@
+"""The hybrid radix cache: one tree whose nodes carry full-attention KV, window KV and states.
+
+The rules are SGLang 0.5.23's unified radix cache (``mem_cache/unified_cache/``):
+
+- a match returns the longest prefix at whose end every component accepts the
+  node: full KV present; for a sliding window, at least ``window`` tokens of live
+  window KV since the last tombstone on the path; for Mamba, a state on that
+  very node (``create_match_validator`` in ``components/{full,swa,mamba}.py``);
+- an insert frees the caller's duplicate slots, brings a window tombstone back to
+  life from the caller's fresh slots where they lie inside its window, keeps window
+  KV only from ``swa_evicted_len`` on (the caller freed what lay before it) and
+  caps a new leaf's live window at one window (``components/swa.py:454-625``); a
+  Mamba state is saved on the node where the insert ends (``components/mamba.py:227-253``);
+- locks: full locks the whole path, the window locks nodes up to ``window``
+  tokens back (tombstones counted) and marks the boundary, Mamba locks one node;
+- eviction is per component (``evict``).
+
+Counts, not slot indices, are kept (``pool``): every decision reads counts only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from radix_evict.cache.hybrid.lru import ComponentLRU
+from radix_evict.cache.hybrid.node import FULL, MAMBA, SWA, HybridNode
+from radix_evict.cache.hybrid.pool import HybridPools
+
+SPLIT_TIME_STEP = 0.00001  # the match's per-ancestor step back in time (SGLang's)
+
+
+@dataclass(frozen=True)
+class HybridMatch:
+    """What a match found: the reusable prefix and how far full KV alone reaches."""
+
+    prefix_len: int  # every component present: what a request can reuse
+    full_prefix_len: int  # full KV's own hit length (SGLang's full_kv_hit_length)
+    node: HybridNode  # where the reusable prefix ends (lock this one)
+    branching_len: int | None  # SWA/Mamba: a page/grid-aligned point past prefix_len
+
+
+@dataclass(frozen=True)
+class LockReceipt:
+    """What a release must replay: the node and the window lock's boundary mark."""
+
+    node: HybridNode
+    swa_uuid: int | None
+
+
+@dataclass(frozen=True)
+class HybridInsert:
+    prefix_len: int  # tokens of the key already in the tree
+    mamba_exist: bool  # the end node already had a state: the caller's was freed
+
+
+class HybridRadixCache:
+    """A radix tree over counted pools with full attention plus one optional auxiliary component.
+
+    ``window`` (tokens) makes it a sliding-window model, ``mamba`` a recurrent
+    one; neither is plain full attention (use ``RadixCache`` for that: this cache
+    is slower and does not implement the policies' callbacks). ``policy`` names
+    a registered eviction policy: it orders the full-attention leaves.
+    ``mamba_grid`` is where Mamba branching points may land (SGLang's
+    ``mamba_checkpoint_grid``); ``mamba_states_per_path`` caps the states on
+    one root path (-1: no cap, SGLang's default).
+    """
+
+    def __init__(
+        self,
+        pools: HybridPools,
+        *,
+        window: int | None = None,
+        mamba: bool = False,
+        policy: str | Any = "lru",
+        policy_config: Any = None,
+        mamba_grid: int | None = None,
+        mamba_states_per_path: int = -1,
+    ) -> None:
+        if window is not None and mamba:
+            raise ValueError("a hybrid cache has one auxiliary component: window or mamba")
+        if window is not None and window <= 0:
+            raise ValueError(f"window must be a positive number of tokens, got {window}")
+        if mamba_states_per_path == 0 or mamba_states_per_path < -1:
+            raise ValueError(
+                f"mamba_states_per_path must be -1 or >= 1, got {mamba_states_per_path}"
+            )
+        self.pools = pools
+        self.page_size = pools.page_size
+        self.window = window
+        self.aux: int | None = SWA if window is not None else (MAMBA if mamba else None)
+        self.mamba_grid = mamba_grid or self.page_size
+        self.mamba_states_per_path = mamba_states_per_path
+        if isinstance(policy, str):
+            from radix_evict.policies.resolve import policy_by_name
+
+            policy = policy_by_name(policy, policy_config)
+        self.policy = policy
+        self._score: Callable[[HybridNode], Any] = policy.score
+        self._time = 0.0
+        self._ids = 0
+        self._uuid = 0
+        self.root = self._new_node()
+        self.root.lock = [1, 1, 1]  # never evicted, never a leaf
+        self.lru = ComponentLRU(self.aux if self.aux is not None else SWA)
+        self.leaves: set[HybridNode] = set()
+        self.evictable = [0, 0, 0]
+        self.protected = [0, 0, 0]
+
+    # ------------------------------------------------------------------ helpers
+    def tick(self) -> float:
+        t = self._time
+        self._time += 1.0
+        return t
+
+    def _new_node(self, priority: int = 0) -> HybridNode:
+        node = HybridNode(self._ids, self._time, priority)
+        self._ids += 1
+        self._time += 2.0  # last_access_time, creation_time
+        return node
+
+    def _child_key(self, key: np.ndarray, offset: int = 0) -> bytes:
+        return key[offset : offset + self.page_size].tobytes()
+
+    def _match_len(self, node_key: np.ndarray, key: np.ndarray, offset: int) -> int:
+        n = min(len(node_key), len(key) - offset)
+        diff = np.flatnonzero(node_key[:n] != key[offset : offset + n])
+        m = int(diff[0]) if len(diff) else n
+        return m // self.page_size * self.page_size
+
+    def amount(self, node: HybridNode, component: int) -> int:
+        """Slots ``component`` holds on ``node``: its tokens, or one state."""
+        if not node.has[component]:
+            return 0
+        return 1 if component == MAMBA else len(node.key)
+
+    def is_leaf(self, node: HybridNode) -> bool:
+        """SGLang's device leaf: not the root, nothing locked, no child (``_is_device_leaf``)."""
+        return node is not self.root and not node.locked() and not node.children
+
+    def refresh_leaf(self, node: HybridNode) -> None:
+        if self.is_leaf(node):
+            self.leaves.add(node)
+        else:
+            self.leaves.discard(node)
+
+    def _account(self, node: HybridNode, component: int, sign: int) -> None:
+        """Add (or take) ``node``'s ``component`` slots to the evictable or protected count."""
+        n = sign * self.amount(node, component)
+        if node.lock[component] > 0:
+            self.protected[component] += n
+        else:
+            self.evictable[component] += n
+
+    def set_aux(self, node: HybridNode) -> None:
+        """Give ``node`` the auxiliary component's data, most recent in its LRU."""
+        assert self.aux is not None and not node.has[self.aux]
+        node.has[self.aux] = True
+        self.lru.insert_mru(node)
+        self._account(node, self.aux, +1)
+
+    # ------------------------------------------------------------------ split
+    def split(self, child: HybridNode, at: int) -> HybridNode:
+        """Cut ``child``'s key at ``at``; the new parent gets the front (``_split_node``)."""
+        parent = child.parent
+        assert parent is not None and 0 < at < len(child.key)
+        new = self._new_node(child.priority)
+        new.key, child.key = child.key[:at], child.key[at:]
+        new.parent = parent
+        new.children = {self._child_key(child.key): child}
+        new.hit_count = child.hit_count
+        new.creation_time = child.creation_time
+        new.has[FULL], new.lock[FULL] = child.has[FULL], child.lock[FULL]
+        if self.aux == SWA:
+            new.has[SWA], new.lock[SWA] = child.has[SWA], child.lock[SWA]
+            new.swa_uuid, child.swa_uuid = child.swa_uuid, None
+            if new.has[SWA]:
+                self.lru.insert_after(child, new)
+        parent.children[self._child_key(new.key)] = new
+        child.parent = new
+        child.last_access_time = self.tick()
+        self.refresh_leaf(new)
+        self.refresh_leaf(child)
+        return new
+
+    # ------------------------------------------------------------------ match
+    def _validators(self) -> Callable[[HybridNode], bool]:
+        """A per-match check: may the reusable prefix end at this node?"""
+        window = self.window
+        state = [float("inf")]
+
+        def check(node: HybridNode) -> bool:
+            ok = node.has[FULL]
+            if window is not None:
+                if not node.has[SWA]:
+                    state[0] = 0
+                    return False
+                state[0] += len(node.key)
+                ok = ok and state[0] >= window
+            elif self.aux == MAMBA:
+                ok = ok and node.has[MAMBA]
+            return ok
+
+        return check
+
+    def match_prefix(self, tokens: Any) -> HybridMatch:
+        """The longest prefix every component can serve (``_match_prefix_helper``)."""
+        key = np.asarray(tokens, dtype=np.int64)
+        key = key[: len(key) // self.page_size * self.page_size]
+        if len(key) == 0:
+            return HybridMatch(0, 0, self.root, None)
+        check = self._validators()
+        node, offset, full_hit = self.root, 0, 0
+        best, best_len, walked = self.root, 0, 0
+        ck = self._child_key(key)
+        while offset < len(key) and ck in node.children:
+            child = node.children[ck]
+            m = self._match_len(child.key, key, offset)
+            full_hit += m
+            if m < len(child.key):
+                node = self.split(child, m)
+                walked += m
+                if check(node):
+                    best, best_len = node, walked
+                break
+            node = child
+            walked += m
+            if check(node):
+                best, best_len = node, walked
+            offset += m
+            if offset < len(key):
+                ck = self._child_key(key, offset)
+        self._match_touch(best)
+        return HybridMatch(best_len, full_hit, best, self._branching(full_hit, best_len))
+
+    def _match_touch(self, best: HybridNode) -> None:
+        """Refresh the auxiliary LRU at the match's end, then stamp the path's times."""
+        if self.aux == SWA and best is not self.root:
+            assert self.window is not None
+            self.lru.reset_window_mru(
+                best, self.root, self.window + self.page_size, lambda n: n.has[SWA]
+            )
+        elif self.aux == MAMBA and best.has[MAMBA] and best is not self.root:
+            self.lru.reset_mru(best)
+        t = self.tick()
+        cur: HybridNode | None = best
+        while cur is not None:
+            cur.last_access_time = t
+            t -= SPLIT_TIME_STEP
+            cur = cur.parent
+
+    def _branching(self, full_hit: int, prefix_len: int) -> int | None:
+        """Where a new window or state could be saved past the reusable prefix."""
+        if self.aux is None:
+            return None
+        grid = self.page_size if self.aux == SWA else self.mamba_grid
+        aligned = full_hit // grid * grid
+        return aligned if aligned > prefix_len else None
+
+    # ------------------------------------------------------------------ locks
+    def inc_lock_ref(self, node: HybridNode) -> LockReceipt:
+        """Lock full KV root-ward, the window up to ``window`` tokens, Mamba on ``node``."""
+        cur: HybridNode | None = node
+        while cur is not None and cur is not self.root:
+            if cur.lock[FULL] == 0:
+                self._move(cur, FULL, to_protected=True)
+            cur.lock[FULL] += 1
+            self.leaves.discard(cur)
+            cur = cur.parent
+        uuid = None
+        if self.aux == SWA:
+            uuid = self._lock_window(node)
+        elif self.aux == MAMBA and node is not self.root:
+            if node.lock[MAMBA] == 0:
+                self._move(node, MAMBA, to_protected=True)
+            node.lock[MAMBA] += 1
+        self.refresh_leaf(node)
+        return LockReceipt(node, uuid)
+
+    def _lock_window(self, node: HybridNode) -> int | None:
+        assert self.window is not None
+        covered, uuid = 0, None
+        cur: HybridNode | None = node
+        while cur is not None and cur is not self.root and covered < self.window:
+            if cur.lock[SWA] == 0:
+                self._move(cur, SWA, to_protected=True)
+            cur.lock[SWA] += 1
+            covered += len(cur.key)
+            if covered >= self.window:
+                if cur.swa_uuid is None:
+                    self._uuid += 1
+                    cur.swa_uuid = self._uuid
+                uuid = cur.swa_uuid
+            cur = cur.parent
+        return uuid
+
+    def _move(self, node: HybridNode, component: int, to_protected: bool) -> None:
+        n = self.amount(node, component)
+        sign = 1 if to_protected else -1
+        self.evictable[component] -= sign * n
+        self.protected[component] += sign * n
+
+    def dec_lock_ref(self, receipt: LockReceipt) -> None:
+        """Release what ``inc_lock_ref`` took: the auxiliary component first, then full."""
+        node = receipt.node
+        if self.aux == SWA and node is not self.root:
+            cur: HybridNode | None = node
+            while cur is not None and cur is not self.root:
+                self._unlock(cur, SWA)
+                if receipt.swa_uuid is not None and cur.swa_uuid == receipt.swa_uuid:
+                    break
+                cur = cur.parent
+        elif self.aux == MAMBA and node is not self.root:
+            self._unlock(node, MAMBA)
+        cur = node
+        while cur is not None and cur is not self.root:
+            self._unlock(cur, FULL)
+            cur = cur.parent
+        self.refresh_leaf(node)
+
+    def _unlock(self, node: HybridNode, component: int) -> None:
+        if node.lock[component] <= 0:
+            raise RuntimeError(f"{node}: released a {component=} lock that is not held")
+        if node.lock[component] == 1:
+            self._move(node, component, to_protected=False)
+        node.lock[component] -= 1
+        if node.lock[component] == 0:
+            self.refresh_leaf(node)
+
+    # ------------------------------------------------------------------ insert
+    def insert(
+        self,
+        tokens: Any,
+        *,
+        prev_prefix_len: int = 0,
+        inserted_len: int = 0,
+        priority: int = 0,
+        swa_evicted_len: int = 0,
+        mamba_state: bool = False,
+    ) -> HybridInsert:
+        """Put ``tokens`` in the tree; the caller's slots past ``prev_prefix_len`` pass to it.
+
+        The caller holds full KV for ``[prev_prefix_len, len)``, window KV from
+        ``max(prev_prefix_len, swa_evicted_len)`` on, and with ``mamba_state``
+        one recurrent state for the end of the key. What the tree already has is
+        freed (SGLang's duplicate frees); the rest is the tree's.
+        """
+        from radix_evict.cache.hybrid.insert import run_insert
+
+        if self.aux == MAMBA and not mamba_state:
+            raise ValueError("a Mamba cache's insert needs the request's state (mamba_state=True)")
+        key = np.asarray(tokens, dtype=np.int64)
+        key = key[: len(key) // self.page_size * self.page_size]
+        if swa_evicted_len % self.page_size:
+            raise ValueError(f"swa_evicted_len {swa_evicted_len} is not page-aligned")
+        return run_insert(
+            self, key, prev_prefix_len, inserted_len, priority, swa_evicted_len, mamba_state
+        )
+
+    def add_leaf(self, parent: HybridNode, key: np.ndarray, priority: int) -> HybridNode:
+        node = self._new_node(priority)
+        node.parent = parent
+        node.key = key
+        parent.children[self._child_key(key)] = node
+        self.evictable[FULL] += len(key)
+        self.refresh_leaf(node)
+        self.refresh_leaf(parent)
+        return node
+
+    # ------------------------------------------------------------------ evict
+    def evict(self, full: int = 0, swa: int = 0, mamba: int = 0) -> tuple[int, int, int]:
+        """Free at least the asked slots per component where it can; return what each freed."""
+        from radix_evict.cache.hybrid.evict import run_evict
+
+        return run_evict(self, full, swa, mamba)
+
+    def score(self, node: HybridNode) -> Any:
+        return self._score(node)
+
+    def new_uuid(self) -> int:
+        self._uuid += 1
+        return self._uuid
+
+    # ------------------------------------------------------------------ views
+    def evictable_size(self, component: int = FULL) -> int:
+        return self.evictable[component]
+
+    def protected_size(self, component: int = FULL) -> int:
+        return self.protected[component]
+
+    def nodes(self) -> list[HybridNode]:
+        out, stack = [], [self.root]
+        while stack:
+            node = stack.pop()
+            out.append(node)
+            stack.extend(node.children.values())
+        return out

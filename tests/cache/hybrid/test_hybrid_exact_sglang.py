@@ -1,0 +1,70 @@
+"""radix-evict's hybrid cache decides what SGLang 0.5.23's unified tree decides, event by event.
+
+SGLang's real ``UnifiedRadixCache`` with its ``SWAComponent`` (over its
+``SWATokenToKVPoolAllocator``) or its ``MambaComponent`` (over its
+``HybridReqToTokenPool``) replays a multi-turn chat beside radix-evict's
+``HybridRadixCache``; after every arrival and every finish both must agree on
+every operation's result (match lengths, evictions asked and freed per
+component, admissions, insert prefix lengths, whether a state existed) and on
+the pools and ledgers per component (free, evictable, protected), which is
+where every free shows. The operations are ``helpers.hybrid_rig``'s.
+
+The long streams (2,091 requests, pages 1 and 16) are the issue's goal; the
+small pools refuse admissions now and then and evict on most arrivals.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from helpers.sglang_env import import_sglang
+from helpers.sglang_rig import chat_events
+
+pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
+
+LONG = chat_events(convs=600, seed=1)  # 2,091 requests
+SHORT = chat_events(convs=100, seed=1)  # 362 requests
+MAMBA_GRID = 64  # SGLang's mamba_cache_chunk_size on most models (FLA's chunk)
+
+
+@pytest.fixture(scope="module")
+def rig() -> Any:
+    import_sglang()  # skips when build/sglang-env is missing; `make test` builds it
+    from helpers import hybrid_rig
+
+    return hybrid_rig
+
+
+def compare(rig: Any, kind: str, events: list, full: int, aux: int, page: int, window: int,
+            policy: str) -> Counter:  # fmt: skip
+    sg = rig.SGLangSide(kind, full, aux, page, window, policy, MAMBA_GRID)
+    rx = rig.RadixEvictSide(kind, full, aux, page, window, policy, MAMBA_GRID)
+    seen: Counter = Counter()
+    for i, (a, b) in enumerate(zip(rig.replay(sg, events), rig.replay(rx, events), strict=True)):
+        what, req = events[i]
+        assert (a.ops, a.ledger) == (b.ops, b.ledger), (
+            f"event {i} ({what} request {req.rid}):\n  SGLang      {a.ops} {a.ledger}\n"
+            f"  radix-evict {b.ops} {b.ledger}")  # fmt: skip
+        for op in b.ops:
+            seen[op[0]] += 1
+            if op[0] == "match" and op[1] < op[2]:
+                seen["cut"] += 1  # the auxiliary component ended the reusable prefix early
+            if op[0] == "evict" and op[2]:
+                seen["aux-evict"] += 1
+    return seen
+
+
+@pytest.mark.parametrize("page", [1, 16])
+def test_swa_long_stream(rig: Any, page: int) -> None:
+    seen = compare(rig, "swa", LONG, 8000, 3000, page, 256, "lru")
+    assert seen["match"] == 2091 and seen["admitted"] == 2091
+    assert seen["aux-evict"] > 1000 and seen["cut"] > 300  # tombstones matter here
+
+
+@pytest.mark.parametrize(("page", "policy"), [(1, "lfu"), (16, "priority"), (1, "fifo"),
+                                              (16, "mru")])  # fmt: skip
+def test_swa_small_pool(rig: Any, page: int, policy: str) -> None:
+    seen = compare(rig, "swa", SHORT, 2000, 640, page, 128, policy)
+    assert seen["refused"] > 0 and seen["evict"] > 200

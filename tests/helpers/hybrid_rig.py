@@ -1,0 +1,269 @@
+"""SGLang 0.5.23's unified tree with its SWA or Mamba component on CPU, against radix-evict's.
+
+Both sides replay the same request stream (``sglang_rig.chat_events``) with the
+same operations, and after every event each side reports what it decided
+(:class:`Step`): every operation's result (match: reusable prefix and full-KV
+hit length; evict: asked and freed per component; alloc success; insert: prefix
+length and, for Mamba, whether a state was there) and the pools and the tree's
+ledgers per component (free, evictable, protected): every free shows up there.
+
+SGLang's side is its real code: ``UnifiedRadixCache`` (Python tree core) with
+``FullComponent`` + ``SWAComponent`` over its real ``SWATokenToKVPoolAllocator``
+(CPU tensors, a KV pool of one head of size one), or ``FullComponent`` +
+``MambaComponent`` over its real ``HybridReqToTokenPool`` and Mamba allocator.
+Nothing is stubbed beyond what ``sglang_env`` stubs for the import.
+
+The operations per request (page size P, window W):
+
+    arrive:  m = match(prompt); lock(m.node)
+             need = round_up(len(prompt) + len(output) - hit, P)
+             evict the shortfalls (full: need - free; window: need - free; Mamba: 1 - free)
+             alloc need full (+ window) slots and one Mamba state; on failure unlock, count it
+    finish:  window: free the request's own window KV that fell out of the window
+                     during decode, as SGLang's decode does (common.py:75-140)
+             insert(prompt + output, cut to pages, prev_prefix_len=hit, swa floor E, state)
+             free the partial last page; unlock
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from helpers.sglang_rig import Request
+
+KINDS = ("swa", "mamba")
+
+
+@dataclass
+class Step:
+    """What one side decided at one event."""
+
+    ops: list[tuple[Any, ...]] = field(default_factory=list)
+    ledger: tuple[int, ...] = ()
+
+
+def ceil_page(n: int, page: int) -> int:
+    return -(-n // page) * page
+
+
+def window_floor(hit: int, total: int, window: int, page: int) -> tuple[int, int]:
+    """(E, k): the request's window floor after decode and how many window slots it freed.
+
+    SGLang's ``free_swa_out_of_window_slots`` (``mem_cache/common.py:75-140``) with the
+    request's evicted length starting at 0 and its protected prefix at ``hit``.
+    """
+    if total - window < 1:
+        return 0, 0
+    floor = hit
+    threshold = total - ceil_page(max(window, page), page)
+    new = max(floor, threshold) // page * page
+    if new > floor:
+        return new, new - floor
+    return floor, 0
+
+
+# --------------------------------------------------------------------------- SGLang
+class SGLangSide:
+    """SGLang's unified tree over its own allocators (CPU, index-only use)."""
+
+    def __init__(self, kind: str, full: int, aux: int, page: int, window: int, policy: str,
+                 mamba_grid: int) -> None:  # fmt: skip
+        from sglang.srt.mem_cache.cache_init_params import CacheInitParams
+        from sglang.srt.mem_cache.unified_cache.components.base import ComponentType
+        from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
+        from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
+
+        self.kind, self.page, self.window = kind, page, window
+        self.CT = ComponentType
+        args = ServerArgs(model_path="dummy", page_size=page)
+        args._mamba_cache_chunk_size = mamba_grid  # what a model config would set
+        set_global_server_args_for_scheduler(args)
+        if kind == "swa":
+            self.alloc, rtp = _swa_allocator(full, aux, page), None
+            comps = (ComponentType.FULL, ComponentType.SWA)
+        else:
+            self.alloc, rtp = _mamba_pools(full, aux, page)
+            comps = (ComponentType.FULL, ComponentType.MAMBA)
+        self.rtp = rtp
+        params = CacheInitParams(
+            disable=False, req_to_token_pool=rtp, token_to_kv_pool_allocator=self.alloc,
+            page_size=page, sliding_window_size=window if kind == "swa" else None,
+            tree_components=comps, tree_core_backend="python", eviction_policy=policy,
+            enable_mamba_extra_buffer=(kind == "mamba" and page > 1),
+        )  # fmt: skip
+        self.cache = UnifiedRadixCache(params)
+        self.live: dict[int, Any] = {}
+
+    def _key(self, tokens: np.ndarray) -> Any:
+        from helpers.sglang_rig import radix_key
+
+        return radix_key(tokens)
+
+    def free_counts(self) -> tuple[int, int]:
+        if self.kind == "swa":
+            return self.alloc.full_available_size(), self.alloc.swa_available_size()
+        return self.alloc.available_size(), self.rtp.mamba_allocator.available_size()
+
+    def ledger(self) -> tuple[int, ...]:
+        tc, aux = self.cache.tree_core, self.CT.SWA if self.kind == "swa" else self.CT.MAMBA
+        return (*self.free_counts(), tc.component_evictable_size(self.CT.FULL),
+                tc.component_evictable_size(aux), tc.component_protected_size(self.CT.FULL),
+                tc.component_protected_size(aux))  # fmt: skip
+
+    def arrive(self, req: Request, step: Step) -> None:
+        from sglang.srt.mem_cache.base_prefix_cache import EvictParams, MatchPrefixParams
+
+        m = self.cache.match_prefix(MatchPrefixParams(key=self._key(req.prompt)))
+        hit, node = m.device_prefix_len, m.last_device_node
+        step.ops.append(("match", hit, m.full_kv_hit_length))
+        lock = self.cache.inc_lock_ref(node)
+        tc = self.cache.tree_core
+        prefix = tc.collect_full_device_indices(node, tc.root_node.id)
+        need = ceil_page(len(req.prompt) + len(req.out) - hit, self.page)
+        free_full, free_aux = self.free_counts()
+        aux_need = need if self.kind == "swa" else 1
+        short = (max(0, need - free_full), max(0, aux_need - free_aux))
+        if short[0] or short[1]:
+            p = (EvictParams(num_tokens=short[0], swa_num_tokens=short[1]) if self.kind == "swa"
+                 else EvictParams(num_tokens=short[0], mamba_num=short[1]))  # fmt: skip
+            r = self.cache.evict(p)
+            got = r.swa_num_tokens_evicted if self.kind == "swa" else r.mamba_num_evicted
+            step.ops.append(("evict", *short, r.num_tokens_evicted, got))
+        free_full, free_aux = self.free_counts()
+        if need > free_full or aux_need > free_aux:
+            self.cache.dec_lock_ref(node, lock.to_dec_params())
+            step.ops.append(("refused",))
+            return
+        new, state = self._alloc(need)
+        self.live[req.rid] = (hit, node, lock, torch.cat([prefix, new]), state)
+        step.ops.append(("admitted", need))
+
+    def _alloc(self, need: int) -> tuple[torch.Tensor, Any]:
+        if self.kind == "swa":
+            full = self.alloc.full_attn_allocator.alloc(need)
+            swa = self.alloc.swa_attn_allocator.alloc(need)
+            self.alloc.set_full_to_swa_mapping(full, swa)
+            return full, None
+        full = self.alloc.alloc(need)
+        return full, self.rtp.mamba_allocator.alloc(1)
+
+    def finish(self, req: Request, step: Step) -> None:
+        from sglang.srt.mem_cache.base_prefix_cache import InsertParams
+
+        hit, node, lock, row, state = self.live.pop(req.rid)
+        tokens = np.concatenate([req.prompt, req.out])
+        L = len(tokens) // self.page * self.page
+        E = 0
+        if self.kind == "swa":
+            E, k = window_floor(hit, len(tokens), self.window, self.page)
+            if k:
+                self.alloc.free_swa_segment(row[hit:E], start_pos=hit)
+        ip = InsertParams(key=self._key(tokens[:L]), value=row[:L], prev_prefix_len=hit,
+                          priority=req.priority, mamba_value=state)  # fmt: skip
+        ip.set_evicted_seqlen(self.CT.SWA, E)
+        r = self.cache.insert(ip)
+        step.ops.append(("insert", r.prefix_len, bool(r.mamba_exist) and self.kind == "mamba"))
+        if self.kind == "mamba" and r.mamba_exist:
+            self.rtp.mamba_allocator.free(state)
+        if len(row) > L:
+            self.alloc.free(row[L:])
+        self.cache.dec_lock_ref(node, lock.to_dec_params())
+
+
+def _swa_allocator(full: int, swa: int, page: int) -> Any:
+    from sglang.srt.mem_cache.allocator.swa import SWATokenToKVPoolAllocator
+    from sglang.srt.mem_cache.swa_memory_pool import SWAKVPool
+
+    kv = SWAKVPool(size=full, size_swa=swa, page_size=page, dtype=torch.float16, head_num=1,
+                   head_dim=1, swa_attention_layer_ids=[0], full_attention_layer_ids=[1],
+                   device="cpu")  # fmt: skip
+    return SWATokenToKVPoolAllocator(size=full, size_swa=swa, page_size=page,
+                                     dtype=torch.float16, device="cpu", kvcache=kv,
+                                     need_sort=False)  # fmt: skip
+
+
+def _mamba_pools(full: int, states: int, page: int) -> tuple[Any, Any]:
+    raise NotImplementedError("Mamba side: see _mamba_pools in the Mamba rig")
+
+
+# --------------------------------------------------------------------------- radix-evict
+class RadixEvictSide:
+    """radix-evict's HybridRadixCache over counted pools, driven the same way."""
+
+    def __init__(self, kind: str, full: int, aux: int, page: int, window: int, policy: str,
+                 mamba_grid: int) -> None:  # fmt: skip
+        from radix_evict.cache.hybrid.cache import HybridRadixCache
+        from radix_evict.cache.hybrid.pool import HybridPools
+
+        self.kind, self.page, self.window = kind, page, window
+        swa, states = (aux, 0) if kind == "swa" else (0, aux)
+        self.pools = HybridPools(full, swa, states, page)
+        self.cache = HybridRadixCache(
+            self.pools, window=window if kind == "swa" else None, mamba=kind == "mamba",
+            policy=policy, mamba_grid=mamba_grid,
+        )  # fmt: skip
+        self.aux = 1 if kind == "swa" else 2
+        self.live: dict[int, Any] = {}
+
+    def ledger(self) -> tuple[int, ...]:
+        c, a = self.cache, self.aux
+        return (self.pools.available(0), self.pools.available(a), c.evictable[0],
+                c.evictable[a], c.protected[0], c.protected[a])  # fmt: skip
+
+    def arrive(self, req: Request, step: Step) -> None:
+        m = self.cache.match_prefix(req.prompt)
+        hit = m.prefix_len
+        step.ops.append(("match", hit, m.full_prefix_len))
+        lock = self.cache.inc_lock_ref(m.node)
+        need = ceil_page(len(req.prompt) + len(req.out) - hit, self.page)
+        aux_need = need if self.kind == "swa" else 1
+        short = (max(0, need - self.pools.available(0)),
+                 max(0, aux_need - self.pools.available(self.aux)))  # fmt: skip
+        if short[0] or short[1]:
+            asked = (short[0], short[1], 0) if self.kind == "swa" else (short[0], 0, short[1])
+            freed = self.cache.evict(*asked)
+            step.ops.append(("evict", *short, freed[0], freed[self.aux]))
+        if need > self.pools.available(0) or aux_need > self.pools.available(self.aux):
+            self.cache.dec_lock_ref(lock)
+            step.ops.append(("refused",))
+            return
+        self.pools.alloc(0, need)
+        self.pools.alloc(self.aux, aux_need)
+        self.live[req.rid] = (hit, lock, need)
+        step.ops.append(("admitted", need))
+
+    def finish(self, req: Request, step: Step) -> None:
+        hit, lock, need = self.live.pop(req.rid)
+        tokens = np.concatenate([req.prompt, req.out])
+        L = len(tokens) // self.page * self.page
+        E = 0
+        if self.kind == "swa":
+            E, k = window_floor(hit, len(tokens), self.window, self.page)
+            self.pools.free(1, k)
+        mamba = self.kind == "mamba"
+        r = self.cache.insert(tokens[:L], prev_prefix_len=hit, priority=req.priority,
+                              swa_evicted_len=E, mamba_state=mamba)  # fmt: skip
+        step.ops.append(("insert", r.prefix_len, r.mamba_exist and mamba))
+        tail = hit + need - L
+        if tail:
+            self.pools.free(0, tail)
+            if self.kind == "swa":
+                self.pools.free(1, tail)
+        self.cache.dec_lock_ref(lock)
+
+
+def replay(side: Any, events: list[tuple[str, Request]]) -> Iterator[Step]:
+    """Run the events through one side; yield what it decided at each."""
+    for what, req in events:
+        step = Step()
+        if what == "arrive":
+            side.arrive(req, step)
+        elif req.rid in side.live:
+            side.finish(req, step)
+        step.ledger = side.ledger()
+        yield step
