@@ -140,9 +140,11 @@ class RetainPolicy(EvictionPolicy[RetainConfig]):
     def _protect(self, node: TreeNode) -> None:
         """Protect ``node`` as its context asks, within the cap and the budget.
 
-        The hint is judged (in seconds of the requests' clock) at twice its
-        untrusted extension, even when trust scales the extension to nothing,
-        so trust can come back.
+        The hint is judged (in seconds of the requests' clock) at twice the
+        time it asked for, even when trust scales the extension to nothing, so
+        trust can come back; not at the capped extension: a return after the
+        cap is the cap's doing, not a wrong hint (judged so, true tool-return
+        hints earned trust 0.12 under a tight cap, bench/bench_hints.py).
         """
         self._clock(node)
         self._expire()
@@ -158,7 +160,7 @@ class RetainPolicy(EvictionPolicy[RetainConfig]):
             self._until[node] = node.last_access_time + raw
             self._seq += 1
             self._seqs[node] = self._seq
-            at = self._now_s + 2 * min(want, raw / self.rate)
+            at = self._now_s + 2 * want
             heapq.heappush(self._protected, (at, self._seq, node))
             ext = raw * self.trust
             if ext > 0:
