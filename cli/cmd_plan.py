@@ -55,6 +55,8 @@ class PlanOptions:
                                        "0 = none): N1,N2 with K/M/G.", show_default="0")] = None
     max_replicas: Annotated[int, _opt("--max-replicas", min=1, help="Search no further than "
                                       "this many replicas.")] = DEFAULT_MAX_REPLICAS
+    start_replicas: Annotated[int, _opt("--start-replicas", min=1, help="The first probe (a "
+                                        "guess: the search goes below it if it meets).")] = 1
     pool_tokens: Annotated[int | None, _opt("--pool-tokens", min=1, help="KV pool per replica, "
                                             "tokens.", show_default="the workload's")] = None
     page_size: Annotated[int, _opt("--page-size", min=1, help="Tokens per KV page.")] = 1
@@ -72,7 +74,7 @@ class PlanOptions:
 
 PANELS = {
     "Workload": ("trace", "workload", "param", "seed"),
-    "SLO and search": ("slo_ttft", "percentile", "max_replicas"),
+    "SLO and search": ("slo_ttft", "percentile", "max_replicas", "start_replicas"),
     "Settings": ("policy", "config", "router", "host_tokens"),
     "Replica": ("pool_tokens", "page_size", "cost_model", "max_running"),
     "Execution and output": ("jobs", "json_out", "progress"),

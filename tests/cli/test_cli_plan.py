@@ -49,6 +49,15 @@ def test_plan_prints_the_table_and_the_answer(fake_fleet: list[tuple[str, int]])
     assert len(fake_fleet) == len(set(fake_fleet))
 
 
+def test_plan_starts_where_told(fake_fleet: list[tuple[str, int]]) -> None:
+    r = run(*SMALL, "--slo-ttft", "1000", "-p", "tlru", "--router", "round_robin",
+            "--start-replicas", "32", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["settings"][0]["replicas"] == 12
+    probed = [n for _, n in fake_fleet]
+    assert probed[0] == 32 and 11 in probed and 1 not in probed
+
+
 def test_plan_json(fake_fleet: list[tuple[str, int]]) -> None:
     r = run(*SMALL, "--slo-ttft", "1000", "-p", "lru", "-p", "tlru", "--router", "round_robin",
             "--json", "--max-replicas", "13")
@@ -64,6 +73,7 @@ def test_plan_json(fake_fleet: list[tuple[str, int]]) -> None:
     (["--slo-ttft", "0"], "--slo-ttft"),
     (["--slo-ttft", "100", "--percentile", "0"], "--percentile"),
     (["--slo-ttft", "100", "--max-replicas", "0"], "--max-replicas"),
+    (["--slo-ttft", "100", "--start-replicas", "9", "--max-replicas", "4"], "--start-replicas"),
     (["--slo-ttft", "100", "--host-tokens", "lots"], "--host-tokens"),
     (["--slo-ttft", "100", "--router", "{}"], "--router"),
     (["--slo-ttft", "100", "--router", "round_robin=[1]"], "--router round_robin"),

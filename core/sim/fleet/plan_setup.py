@@ -59,6 +59,7 @@ class PlanRequest:
     cost_model: str | None = None
     max_running: int | None = None
     max_replicas: int = DEFAULT_MAX_REPLICAS
+    start_replicas: int = 1  # the first probe: a guess; the search goes below it if it meets
     jobs: int | None = None
 
 
@@ -111,7 +112,7 @@ class PreparedPlan:
         r = self.request
         return plan_capacity(self.settings, probe or self.probe, slo_ttft_ms=r.slo_ttft,
                              percentile=r.percentile, max_replicas=r.max_replicas,
-                             jobs=r.jobs or 1, on_probe=on_probe)
+                             jobs=r.jobs or 1, start=r.start_replicas, on_probe=on_probe)
 
 
 def prepare_plan(r: PlanRequest) -> PreparedPlan:
@@ -122,6 +123,9 @@ def prepare_plan(r: PlanRequest) -> PreparedPlan:
         raise OptionError(f"--percentile must be a whole number in 1..100, got {r.percentile}")
     if r.max_replicas < 1:
         raise OptionError(f"--max-replicas must be at least 1, got {r.max_replicas}")
+    if not 1 <= r.start_replicas <= r.max_replicas:
+        raise OptionError(f"--start-replicas must be in 1..--max-replicas ({r.max_replicas}), "
+                          f"got {r.start_replicas}")
     check_pool(r.pool_tokens, r.page_size)
     routers = _routers(r.router or [DEFAULT_ROUTER])
     timing = build_timing(timing=True, seed=r.seed, objective=DEFAULT_OBJECTIVE,
