@@ -16,11 +16,14 @@ import typer
 from radix_evict.engine.compare import MODELS, compare, engine_requests
 from radix_evict.sim.configs import describe_workload
 from radix_evict.sim.draw import plot_curve, plot_report
+from radix_evict.sim.fleet.draw import plot_fleet
+from radix_evict.sim.fleet.simulate import fleet_plan
 from radix_evict.sim.recommend import NOTHING_SERVED, Recommendation, recommend
 from radix_evict.sim.report import TIERS_WORKLOAD, SimulateReport
 from radix_evict.sim.simulate import (
     CURVE_MODE,
     ENGINE_MODE,
+    FLEET_MODE,
     SimulatePlan,
     SimulateSettings,
     curve_plan,
@@ -37,11 +40,13 @@ from .simulate_options import PANELS, SimulateOptions
 from .simulate_report import (
     curve_table,
     engine_table,
+    fleet_table,
     hit_rate_pivot,
     host_table,
     list_workloads_table,
     matrix_table,
     policy_table,
+    replica_table,
     tier_table,
     timed_table,
 )
@@ -130,6 +135,26 @@ def _pool_curve(plan: SimulatePlan, o: SimulateOptions, s: SimulateSettings) -> 
     output.note(rep.wall_note())
 
 
+def _fleet(plan: SimulatePlan, o: SimulateOptions, s: SimulateSettings) -> None:
+    """--replicas: each policy on the fleet; the plot, then the tables or JSON."""
+    assert plan.fleet is not None and plan.timing is not None
+    rep = fleet_plan(plan.runs, plan.workload, fleet=plan.fleet, timing=plan.timing,
+                     host=plan.host, pool_tokens=s.pool_tokens, page_size=s.page_size,
+                     seed=s.seed, reporter=output.Terminal(o.progress))
+    title = f"{rep.workload.name}: {plan.fleet.replicas} replicas behind {plan.fleet.router}"
+    if plan.plot is not None:
+        plot_fleet(plan.plot, rep.results, title)
+        output.note(f"wrote plot {plan.plot.path}")
+    if o.json_out:
+        output.emit_json(rep.to_json())
+    else:
+        output.stdout().print(fleet_table(rep.results, title + " (timed replay)"))
+        for r in rep.results:
+            output.stdout().print(replica_table(r, f"{r.policy}: per replica"))
+    output.note(f"wall time {rep.wall_s:.2f} s for {len(rep.results)} fleet replays of "
+                f"{plan.workload.num_requests:,} requests")
+
+
 def _engine(plan: SimulatePlan, o: SimulateOptions) -> None:
     """--model: the replays through the tiny decoder, measured TTFT per policy."""
     wl, model = plan.workload, o.model or "tiny"
@@ -173,5 +198,7 @@ def simulate(ctx: typer.Context, o: SimulateOptions) -> None:
         _pool_curve(plan, o, s)
     elif plan.mode == ENGINE_MODE:
         _engine(plan, o)
+    elif plan.mode == FLEET_MODE:
+        _fleet(plan, o, s)
     else:
         _replays(plan, o, s, verbose=bool(getattr(ctx.obj, "verbose", False)))

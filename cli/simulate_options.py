@@ -83,6 +83,7 @@ PANELS = {
     "Policies": ("policy", "config", "oracle", "objective", "hints"),
     "Timing (--timing)": ("timing", "max_running", "rate", "concurrency", "time_scale",
                           "cost_model", "slo_ttft", "slo_tpot", "chunked_prefill_size"),
+    "Fleet (--replicas)": ("replicas", "router", "router_config"),
     "Host tier": ("host_tokens", "hicache_ratio", "write_policy", "write_threshold",
                   "host_policy", "host_config"),
     "Output": ("json_out", "plot", "metrics", "force", "progress", "jobs"),
@@ -173,6 +174,18 @@ class SimulateOptions:
     slo_ttft: SloTtftOpt = None
     slo_tpot: SloTpotOpt = None
     chunked_prefill_size: ChunkedPrefillOpt = None
+    replicas: Annotated[int | None, typer.Option(
+        "--replicas", min=1,
+        help="With --timing: N servers, each with its own pool, cache, policy and host tier, on "
+             "one clock behind --router; fleet and per-replica figures (docs/fleet.md).")] = None
+    router: Annotated[str | None, typer.Option(
+        "--router", show_default="round_robin",
+        help="With --replicas: the router that picks each request's replica (see `radix-evict "
+             "routers`): round_robin, random, least_load, session, cache_aware, kv_events, "
+             "or one a package adds.")] = None
+    router_config: Annotated[str | None, typer.Option(
+        "--router-config", help="With --router: its config (JSON or @FILE), checked "
+                                "strictly.")] = None
     host_tokens: HostTokensOpt = None
     hicache_ratio: HicacheRatioOpt = None
     write_policy: WritePolicyOpt = None

@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from radix_evict.sim import tables
+from radix_evict.sim.fleet import tables as fleet_tables
 from radix_evict.sim.tables import TextTable
 from radix_evict.sim.workloads import workload_names
 
@@ -36,6 +37,8 @@ matrix_table = _rendered(tables.matrix_table)
 hit_rate_pivot = _rendered(tables.hit_rate_pivot)
 engine_table = _rendered(tables.engine_table)
 curve_table = _rendered(tables.curve_table)
+fleet_table = _rendered(fleet_tables.fleet_table)
+replica_table = _rendered(fleet_tables.replica_table)
 
 
 def list_workloads_table(json_out: bool) -> None:

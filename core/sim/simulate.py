@@ -10,10 +10,11 @@ the workloads or the trace, the timed replay's
 (:mod:`radix_evict.sim.timed.options`), the host tier's
 :class:`~radix_evict.cache.host_tier.HostTierSpec` (:mod:`radix_evict.sim.host`)
 and the output files. The :class:`SimulatePlan` it returns says which of
-three things to do: the replays (:func:`replay_plan`, one workload or a
+four things to do: the replays (:func:`replay_plan`, one workload or a
 policy x workload matrix, with their references and recommendations), lru's
-pool-size curve (:func:`curve_plan`), or the tiny decoder's replays, which the
-engine runs (:mod:`radix_evict.engine.compare`). Notes for people and
+pool-size curve (:func:`curve_plan`), a fleet's replays (``--replicas``:
+:func:`radix_evict.sim.fleet.simulate.fleet_plan`), or the tiny decoder's
+replays, which the engine runs (:mod:`radix_evict.engine.compare`). Notes for people and
 progress go through a :class:`Reporter` (the command line's prints them).
 """
 
@@ -34,6 +35,8 @@ from radix_evict.sim.configs import PolicyRun, derived_for
 from radix_evict.sim.curve import CURVE
 from radix_evict.sim.draw import check_plot
 from radix_evict.sim.failures import AllRunsFailedError, RunFailure
+from radix_evict.sim.fleet.replay import FleetSpec
+from radix_evict.sim.fleet.simulate import FLEET_MODE, check_fleet, refuse_with_fleet
 from radix_evict.sim.host import build_host, check_host_fits, check_transfer
 from radix_evict.sim.pool_curve_options import curve_sizes, refuse_with_curve
 from radix_evict.sim.pool_curve_runs import CurveRun, curve_with_references
@@ -55,9 +58,9 @@ from radix_evict.sim.winner import NothingServedError, ObjectiveError
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload
 from radix_evict.sim.workloads.select import ALL, params_for, parse_params, workload_list
 
-__all__ = ["CURVE_MODE", "ENGINE_MODE", "QUIET", "REPLAY_MODE", "CurveReport", "Reporter",
-           "SimulatePlan", "SimulateSettings", "curve_plan", "derived_notes", "prepare",
-           "replay_plan"]
+__all__ = ["CURVE_MODE", "ENGINE_MODE", "FLEET_MODE", "QUIET", "REPLAY_MODE", "CurveReport",
+           "Reporter", "SimulatePlan", "SimulateSettings", "curve_plan", "derived_notes",
+           "prepare", "replay_plan"]
 
 ProgressFn = Callable[[int, int], None]
 REPLAY_MODE, CURVE_MODE, ENGINE_MODE = "replay", "pool-curve", "engine"
@@ -91,6 +94,9 @@ class SimulateSettings:
     slo_ttft: float | None = None
     slo_tpot: float | None = None
     chunked_prefill_size: int | None = None
+    replicas: int | None = None  # a fleet (radix_evict.sim.fleet): N replicas behind a router
+    router: str | None = None
+    router_config: str | None = None  # JSON or @FILE
     host_tokens: int | None = None
     hicache_ratio: float | None = None
     write_policy: str | None = None
@@ -155,6 +161,7 @@ class SimulatePlan:
     device: str = "cpu"
     single: bool = True
     sizes: list[int] = field(default_factory=list)  # the pool curve's
+    fleet: FleetSpec | None = None  # the fleet mode's
 
     @property
     def workload(self) -> Workload:
@@ -172,7 +179,8 @@ def prepare(s: SimulateSettings, *, models: Collection[str] = ()) -> SimulatePla
     device = device_option(s.device)
     reads = [*path_inputs("--trace", [s.trace]),
              *cost_model_files("--cost-model", [s.cost_model]),
-             *at_files("--config", s.configs), *at_files("--host-config", [s.host_config])]
+             *at_files("--config", s.configs), *at_files("--host-config", [s.host_config]),
+             *at_files("--router-config", [s.router_config])]
     plot = check_plot(s.plot, force=s.force, inputs=reads)
     metrics = None
     if s.metrics is not None:
@@ -191,6 +199,12 @@ def prepare(s: SimulateSettings, *, models: Collection[str] = ()) -> SimulatePla
                           time_scale=s.time_scale, cost_model=s.cost_model,
                           slo_ttft=s.slo_ttft, slo_tpot=s.slo_tpot,
                           chunked_prefill_size=s.chunked_prefill_size)
+    fleet = check_fleet(replicas=s.replicas, router=s.router, router_config=s.router_config,
+                        timing=timing, seed=s.seed)
+    if fleet is not None:
+        refuse_with_fleet(single=s.trace is not None or (
+            name != ALL and len(workload_list(name)) == 1), oracle=s.oracle,
+            metrics=s.metrics is not None)
     host = build_host(host_tokens=s.host_tokens, hicache_ratio=s.hicache_ratio,
                       write_policy=s.write_policy, write_threshold=s.write_threshold,
                       host_policy=s.host_policy, host_config=s.host_config)
@@ -236,6 +250,8 @@ def prepare(s: SimulateSettings, *, models: Collection[str] = ()) -> SimulatePla
     check_workload_pools(wls, s.pool_tokens, s.page_size)
     plot, metrics = _reading(plot, runs), _reading(metrics, runs)  # a weights file is read too
     check_host_fits(host, [s.pool_tokens or wl.default_pool_tokens for wl in wls])
+    if fleet is not None:
+        return SimulatePlan(FLEET_MODE, runs, wls, timing, host, plot, None, device, fleet=fleet)
     return SimulatePlan(REPLAY_MODE, runs, wls, timing, host, plot, metrics, device,
                         single=len(wls) == 1 and name != ALL)
 
