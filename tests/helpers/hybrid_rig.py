@@ -27,6 +27,7 @@ The operations per request (page size P, window W):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,20 +68,34 @@ def window_floor(hit: int, total: int, window: int, page: int) -> tuple[int, int
     return floor, 0
 
 
+def state_len(prompt: int, total: int, page: int, grid: int, interval: int = 256) -> int:
+    """Where the request's last saved recurrent state lies: the length its insert keeps.
+
+    Page 1 (no extra buffer): the sequence end (``components/mamba.py:612-626``).
+    Otherwise the last tracked point (``mamba_last_track_seqlen``): the prompt's
+    last ``grid``-aligned position, or a decode position on the track grid
+    (``lcm(grid, mamba_track_interval)``, default interval 256).
+    """
+    if page == 1:
+        return total
+    track = math.lcm(grid, interval)
+    return max(prompt // grid * grid, total // track * track)
+
+
 # --------------------------------------------------------------------------- SGLang
 class SGLangSide:
     """SGLang's unified tree over its own allocators (CPU, index-only use)."""
 
     def __init__(self, kind: str, full: int, aux: int, page: int, window: int, policy: str,
-                 mamba_grid: int) -> None:  # fmt: skip
+                 mamba_grid: int, states_cap: int = -1) -> None:  # fmt: skip
         from sglang.srt.mem_cache.cache_init_params import CacheInitParams
         from sglang.srt.mem_cache.unified_cache.components.base import ComponentType
         from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
         from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
 
-        self.kind, self.page, self.window = kind, page, window
+        self.kind, self.page, self.window, self.grid = kind, page, window, mamba_grid
         self.CT = ComponentType
-        args = ServerArgs(model_path="dummy", page_size=page)
+        args = ServerArgs(model_path="dummy", page_size=page, mamba_max_states_per_path=states_cap)
         args._mamba_cache_chunk_size = mamba_grid  # what a model config would set
         set_global_server_args_for_scheduler(args)
         if kind == "swa":
@@ -163,6 +178,8 @@ class SGLangSide:
             E, k = window_floor(hit, len(tokens), self.window, self.page)
             if k:
                 self.alloc.free_swa_segment(row[hit:E], start_pos=hit)
+        else:
+            L = state_len(len(req.prompt), len(tokens), self.page, self.grid)
         ip = InsertParams(key=self._key(tokens[:L]), value=row[:L], prev_prefix_len=hit,
                           priority=req.priority, mamba_value=state)  # fmt: skip
         ip.set_evicted_seqlen(self.CT.SWA, E)
@@ -170,8 +187,8 @@ class SGLangSide:
         step.ops.append(("insert", r.prefix_len, bool(r.mamba_exist) and self.kind == "mamba"))
         if self.kind == "mamba" and r.mamba_exist:
             self.rtp.mamba_allocator.free(state)
-        if len(row) > L:
-            self.alloc.free(row[L:])
+        if len(row) > max(L, hit):
+            self.alloc.free(row[max(L, hit) :])
         self.cache.dec_lock_ref(node, lock.to_dec_params())
 
 
@@ -188,7 +205,34 @@ def _swa_allocator(full: int, swa: int, page: int) -> Any:
 
 
 def _mamba_pools(full: int, states: int, page: int) -> tuple[Any, Any]:
-    raise NotImplementedError("Mamba side: see _mamba_pools in the Mamba rig")
+    """SGLang's token allocator over a hybrid-linear KV pool, and its Mamba state pool.
+
+    The state is the smallest Mamba2 shape SGLang accepts (CPU tensors of a few
+    bytes); the request pool has room for every request in flight.
+    """
+    from sglang.srt.configs.mamba_utils import Mamba2CacheParams, Mamba2StateShape
+    from sglang.srt.mem_cache.allocator import TokenToKVPoolAllocator
+    from sglang.srt.mem_cache.allocator.paged import PagedTokenToKVPoolAllocator
+    from sglang.srt.mem_cache.memory_pool import HybridLinearKVPool, HybridReqToTokenPool
+
+    dims = dict(intermediate_size=2, n_groups=1, num_heads=1, head_dim=2, state_size=1)
+    shape = Mamba2StateShape.create(tp_world_size=1, conv_kernel=2, **dims)
+    params = Mamba2CacheParams(shape=shape, layers=[0])
+    rtp = HybridReqToTokenPool(size=16, mamba_size=states, mamba_spec_state_size=16,
+                               max_context_len=16, device="cpu", enable_memory_saver=False,
+                               cache_params=params, mamba_layer_ids=[0],
+                               enable_mamba_extra_buffer=page > 1,
+                               speculative_num_draft_tokens=3)  # fmt: skip
+    kv = HybridLinearKVPool(size=full, dtype=torch.float16, page_size=page, head_num=1,
+                            head_dim=1, full_attention_layer_ids=[1], device="cpu",
+                            mamba_pool=rtp.mamba_pool)  # fmt: skip
+    if page == 1:
+        alloc = TokenToKVPoolAllocator(size=full, dtype=torch.float16, device="cpu",
+                                       kvcache=kv, need_sort=False)  # fmt: skip
+    else:
+        alloc = PagedTokenToKVPoolAllocator(size=full, page_size=page, dtype=torch.float16,
+                                            device="cpu", kvcache=kv, need_sort=False)  # fmt: skip
+    return alloc, rtp
 
 
 # --------------------------------------------------------------------------- radix-evict
@@ -196,16 +240,16 @@ class RadixEvictSide:
     """radix-evict's HybridRadixCache over counted pools, driven the same way."""
 
     def __init__(self, kind: str, full: int, aux: int, page: int, window: int, policy: str,
-                 mamba_grid: int) -> None:  # fmt: skip
+                 mamba_grid: int, states_cap: int = -1) -> None:  # fmt: skip
         from radix_evict.cache.hybrid.cache import HybridRadixCache
         from radix_evict.cache.hybrid.pool import HybridPools
 
-        self.kind, self.page, self.window = kind, page, window
+        self.kind, self.page, self.window, self.grid = kind, page, window, mamba_grid
         swa, states = (aux, 0) if kind == "swa" else (0, aux)
         self.pools = HybridPools(full, swa, states, page)
         self.cache = HybridRadixCache(
             self.pools, window=window if kind == "swa" else None, mamba=kind == "mamba",
-            policy=policy, mamba_grid=mamba_grid,
+            policy=policy, mamba_grid=mamba_grid, mamba_states_per_path=states_cap,
         )  # fmt: skip
         self.aux = 1 if kind == "swa" else 2
         self.live: dict[int, Any] = {}
@@ -245,11 +289,13 @@ class RadixEvictSide:
         if self.kind == "swa":
             E, k = window_floor(hit, len(tokens), self.window, self.page)
             self.pools.free(1, k)
+        else:
+            L = state_len(len(req.prompt), len(tokens), self.page, self.grid)
         mamba = self.kind == "mamba"
         r = self.cache.insert(tokens[:L], prev_prefix_len=hit, priority=req.priority,
                               swa_evicted_len=E, mamba_state=mamba)  # fmt: skip
         step.ops.append(("insert", r.prefix_len, r.mamba_exist and mamba))
-        tail = hit + need - L
+        tail = hit + need - max(L, hit)
         if tail:
             self.pools.free(0, tail)
             if self.kind == "swa":
