@@ -72,6 +72,10 @@ FEATURES: tuple[tuple[str, int], ...] = (
     ("parent_returned", 3),  # the parent's own `returned` value
     ("output", 17),  # log2 of the request context's output length: 0..15, 16 = unknown
     ("size_output", 64),  # cross of size (8 levels, from 512 tokens) and output (8 levels)
+    # Client hints (RequestContext; docs/hints.md), present only when the request sent one,
+    # so a replay without hints computes exactly what it did before they existed:
+    ("session_end", 2),  # the request says its session ended: no, yes
+    ("return_s", 12),  # log2 of the seconds it asked to be kept / said it returns in: 0..11
 )
 NAMES = tuple(name for name, _ in FEATURES)
 SIZES = dict(FEATURES)

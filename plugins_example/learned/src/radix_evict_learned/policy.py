@@ -188,6 +188,19 @@ def _log2b(v: float, n: int) -> int:
     return b if b < n else n - 1
 
 
+def _hints(ctx: Any) -> tuple[int, ...]:
+    """The hint features a request sent (none: the features are absent, not "unknown")."""
+    out: tuple[int, ...] = ()
+    end = getattr(ctx, "session_end", None)
+    if end is not None:
+        out += (OFFSETS["session_end"] + (1 if end else 0),)
+    secs = max(getattr(ctx, "retention_s", None) or 0.0,
+               getattr(ctx, "next_request_s", None) or 0.0)
+    if secs > 0:
+        out += (OFFSETS["return_s"] + _log2b(secs + 1, 12),)
+    return out
+
+
 def _clip(v: int, n: int) -> int:
     return 0 if v < 0 else (v if v < n else n - 1)
 
@@ -393,7 +406,7 @@ class LearnedPolicy(EvictionPolicy[LearnedConfig]):
             x = x.parent
         size = _log2b(node.num_tokens, 20)
         o = OFFSETS
-        return (
+        x_ = (
             o["event"] + event,
             o["hits"] + hits,
             o["returned"] + returned,
@@ -412,6 +425,7 @@ class LearnedPolicy(EvictionPolicy[LearnedConfig]):
             o["output"] + out,
             o["size_output"] + _clip(size - 9, 8) * 8 + (7 if out == 16 else _clip(out - 2, 7)),
         )
+        return x_ + _hints(ctx) if getattr(ctx, "has_hints", False) else x_
 
     def _event(self, node: TreeNode, st: _Node, event: int, now: float, returned: int) -> None:
         """Score ``node`` (a leaf at one of its own events) and open its sample."""
