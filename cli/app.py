@@ -24,6 +24,7 @@ from . import (
     cmd_lint,
     cmd_list,
     cmd_plan,
+    cmd_routers,
     cmd_schema,
     cmd_sglang,
     cmd_show,
@@ -174,6 +175,7 @@ app.command("schema")(cmd_schema.schema)
 app.command("simulate", cls=PolicyHelpCommand)(cmd_simulate.simulate)
 app.command("sweep", cls=PolicyHelpCommand)(cmd_sweep.sweep)
 app.command("plan", cls=PolicyHelpCommand)(cmd_plan.plan)
+app.command("routers")(cmd_routers.list_routers)
 app.command("calibrate")(cmd_calibrate.calibrate)
 app.add_typer(cmd_sglang.app, name="sglang")
 app.add_typer(cmd_vllm.app, name="vllm")

@@ -39,7 +39,7 @@ from radix_evict.sim.fleet import hookspecs
 from radix_evict.sim.fleet.errors import RouterConfigError, RouterPluginError, UnknownRouterError
 from radix_evict.sim.fleet.router import Router, RouterConfig, RouterSpec
 
-__all__ = ["RouterRegistry", "build_router", "parse_router_config", "router_names",
+__all__ = ["RouterRegistry", "build_router", "listing", "parse_router_config", "router_names",
            "router_registry", "router_spec", "routers"]
 
 ConfigArg: TypeAlias = Mapping[str, Any] | str | RouterConfig | None
@@ -245,3 +245,15 @@ def build_router(name: str, config: ConfigArg = None, *, replicas: int, seed: in
 def config_text(config: Mapping[str, Any] | None) -> str:
     """A config as compact JSON, for tables and messages."""
     return json.dumps(dict(config or {}), sort_keys=True)
+
+
+def listing() -> dict[str, Any]:
+    """What ``radix-evict routers`` shows: each router (name, summary, config keys with their
+    defaults, the plugin that gave it) and the plugins that failed to load."""
+    r = router_registry
+    rows = [{"name": name, "summary": spec.summary,
+             "config": {k: (None if f.is_required() else f.default)
+                        for k, f in spec.config_model.model_fields.items()},
+             "from": r.source(name)} for name, spec in r.routers().items()]
+    return {"routers": rows, "failures": [f.to_dict() for f in r.failures],
+            "conflicts": r.conflicts}
