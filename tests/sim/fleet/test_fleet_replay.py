@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers.timed import ListWorkload, fixed_cost, request, unique_requests
 
+from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.sim.configs import PolicyRun
 from radix_evict.sim.fleet.errors import FleetRouterError
 from radix_evict.sim.fleet.hookspecs import hookimpl
@@ -51,13 +52,20 @@ CASES = {
 }
 
 
+HOST = {"host tier, write_back": HostTierSpec(tokens=40_000, write_policy="write_back")}
+CASES["host tier, write_back"] = (lambda: get_workload("chat", seed=1, convs=80), 16,
+                                  TimingSpec())
+POOLS = {"host tier, write_back": 12_000}
+
+
 def _single_and_fleet(case: str, router: str, replicas: int = 1, policy: str = "lru"):
     build, page, timing = CASES[case]
     wl = build()
-    pool = wl.default_pool_tokens
-    single = replay(wl, PolicyRun(policy), pool_tokens=pool, page_size=page, timing=timing)
+    pool, host = POOLS.get(case, wl.default_pool_tokens), HOST.get(case)
+    single = replay(wl, PolicyRun(policy), pool_tokens=pool, page_size=page, timing=timing,
+                    host=host)
     fleet = replay_fleet(wl, PolicyRun(policy), pool_tokens=pool, page_size=page, timing=timing,
-                         fleet=FleetSpec(replicas, router))
+                         fleet=FleetSpec(replicas, router), host=host)
     return single, fleet
 
 
@@ -93,6 +101,8 @@ def test_the_cases_queue_retract_and_refuse():
     assert single.timing.retractions > 0 and single.timing.peak_queue > 1
     single, _ = _single_and_fleet("closed loop with refusals", "round_robin")
     assert single.timing.refused > 0
+    single, _ = _single_and_fleet("host tier, write_back", "round_robin")
+    assert single.host is not None and single.host.host_hit_tokens > 0
 
 
 @pytest.mark.parametrize("router", ["round_robin", "least_load", "random", "session"])
