@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import numbers
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -153,12 +154,13 @@ class _Fleet:
                 f"router {self.router.name!r} raised for request {n} ({req.rid}): "
                 f"{type(exc).__name__}: {exc}") from exc
         self.t_route += time.thread_time() - t0
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(self.replicas):
+        index = i if type(i) is int and 0 <= i < len(self.replicas) else _index(i, self.replicas)
+        if index is None:
             raise FleetRouterError(
                 f"router {self.router.name!r} chose replica {i!r} for request {n} ({req.rid}); "
                 f"the fleet has replicas 0..{len(self.replicas) - 1}")
         self.routed[id(req)] = (rr, req)
-        r = self.replicas[i]
+        r = self.replicas[index]
         r.in_flight += 1
         r.routed += 1
         r.version += 1
@@ -167,6 +169,15 @@ class _Fleet:
             self._schedule(r, r.run_pending())
         elif r.idle:
             self._schedule(r, r.wake(t))
+
+
+def _index(value: object, replicas: list[Replica]) -> int | None:
+    """A router's answer as a replica's index: an integer of any kind (numpy's too) in
+    range, else None (a bool is no index)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return None
+    i = int(value)
+    return i if 0 <= i < len(replicas) else None
 
 
 def replay_fleet(workload: Workload, run: PolicyRun, *, pool_tokens: int, page_size: int,

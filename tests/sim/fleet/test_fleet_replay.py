@@ -187,6 +187,16 @@ def test_a_router_that_raises_or_picks_no_replica_is_named(bad_router, answer, s
     assert "'bad'" in msg and "request 5" in msg and "q5" in msg and shown in msg
 
 
+def test_a_numpy_integer_is_an_index(bad_router):
+    import numpy as np
+
+    bad_router.answer = np.int64(1)
+    wl = ListWorkload(unique_requests(20, rate=10.0, seed=1))
+    f = replay_fleet(wl, PolicyRun("lru"), pool_tokens=100_000, page_size=1,
+                     timing=TimingSpec(cost_model=fixed_cost()), fleet=FleetSpec(2, "bad"))
+    assert [p.requests for p in f.per_replica] == [19, 1]
+
+
 def test_replicas_must_be_a_positive_count():
     with pytest.raises(ValueError, match="replicas"):
         FleetSpec(0)
