@@ -200,3 +200,28 @@ def test_a_numpy_integer_is_an_index(bad_router):
 def test_replicas_must_be_a_positive_count():
     with pytest.raises(ValueError, match="replicas"):
         FleetSpec(0)
+
+
+def test_a_replica_no_request_reaches_is_never_stepped(monkeypatch):
+    """The work is per request: idle replicas cost nothing per event (no scan of the fleet)."""
+    from radix_evict.sim.fleet.server import Replica
+
+    steps: dict[int, int] = {}
+    poll, pending = Replica.poll, Replica.run_pending
+
+    def counted_poll(self):
+        steps[self.index] = steps.get(self.index, 0) + 1
+        return poll(self)
+
+    def counted_pending(self):
+        steps[self.index] = steps.get(self.index, 0) + 1
+        return pending(self)
+
+    monkeypatch.setattr(Replica, "poll", counted_poll)
+    monkeypatch.setattr(Replica, "run_pending", counted_pending)
+    wl = ListWorkload(unique_requests(10, rate=5.0, seed=3))
+    f = replay_fleet(wl, PolicyRun("lru"), pool_tokens=100_000, page_size=1,
+                     timing=TimingSpec(cost_model=fixed_cost()),
+                     fleet=FleetSpec(64, "round_robin"))
+    assert sorted(steps) == list(range(10))
+    assert [p.requests for p in f.per_replica] == [1] * 10 + [0] * 54
