@@ -9,6 +9,7 @@ __all__ = [
     "ceiling",
     "configs",
     "failures",
+    "models",
     "oracle",
     "parallel",
     "replay",

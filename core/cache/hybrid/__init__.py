@@ -8,4 +8,4 @@ radix cache. Full-attention-only models never come here: ``RadixCache`` stays
 as it is. ``__all__`` lists the modules.
 """
 
-__all__ = ["cache", "evict", "insert", "lru", "node", "pool"]
+__all__ = ["cache", "evict", "insert", "layout", "lru", "node", "pool"]
