@@ -24,11 +24,28 @@ def test_shared_prefix_counts_leading_equal_elements() -> None:
     assert shared_prefix(long, (*long[:777], -1)) == 777
 
 
-def test_as_key_keeps_text_and_makes_token_ids_a_tuple_of_ints() -> None:
+def test_as_key_keeps_text_and_integer_arrays_and_makes_the_rest_tuples() -> None:
     assert as_key("ab") == "ab"
-    key = as_key(np.array([3, 4], dtype=np.int64))
-    assert key == (3, 4) and type(key[0]) is int
+    prompt = np.array([3, 4], dtype=np.int64)
+    assert as_key(prompt) is prompt
     assert as_key([1, 2]) == (1, 2)
+    assert as_key(np.array([0.5, 1.5])) == (0.5, 1.5)
+
+
+def test_array_keys_match_as_tuples_do_and_leaves_own_their_tokens() -> None:
+    by_array, by_tuple = ApproxTree(), ApproxTree()
+    prompts = [[1, 2, 3, 4, 5], [1, 2, 3, 9], [7, 8], [1, 2, 3, 4, 5, 6], [1, 2]]
+    for tenant, p in enumerate(prompts):
+        arr = np.array(p, dtype=np.int64)
+        by_array.insert(arr, tenant % 3)
+        by_tuple.insert(tuple(p), tenant % 3)
+        arr[:] = -1  # the caller's array changing later does not reach the tree
+    assert by_array.size == by_tuple.size
+    for probe in ([1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 9], [1, 2, 4], [7], [9]):
+        assert by_array.prefix_match(np.array(probe)) == by_tuple.prefix_match(tuple(probe))
+    assert shared_prefix(np.array([1, 2, 3]), np.array([1, 2, 4, 5])) == 2
+    assert shared_prefix(np.array([1, 2]), np.array([1, 2, 4])) == 2
+    assert shared_prefix(np.array([], dtype=np.int64), np.array([1])) == 0
 
 
 def test_insert_splits_a_segment_where_texts_part() -> None:

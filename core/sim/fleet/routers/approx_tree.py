@@ -4,8 +4,11 @@ sglang-router keeps one tree per model in which every worker (a "tenant") owns
 the paths of the request texts it was sent. It never hears from the workers'
 caches: the tree is what the router *sent*, trimmed by its own LRU eviction.
 The Rust tree works on characters; this one works on any ``Sequence[Hashable]``
-(a ``str`` is kept a ``str``, anything else becomes a tuple), so the same code
-routes a replay's token ids and the exactness harness's text.
+(a ``str`` is kept a ``str``, a 1-D integer numpy array, a replay's prompt, is
+kept an array, anything else becomes a tuple), so the same code routes a
+replay's token ids and the exactness harness's text. Arrays are compared in C
+and sliced as views; a new leaf copies its part, so the tree holds each token
+it was sent once, not every prompt whole.
 
 Every rule below is taken from ``src/policies/tree.rs`` of the source the
 sglang-router 0.3.2 wheel was built from (its sdist on PyPI,
@@ -38,26 +41,41 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 __all__ = ["ApproxTree", "Key", "as_key"]
 
-Key = str | tuple[Hashable, ...]
+Key = str | tuple[Hashable, ...] | npt.NDArray[np.integer[Any]]
 
 
 def as_key(key: Sequence[Hashable]) -> Key:
-    """The tree's own form of ``key``: a ``str`` stays a ``str``, anything else a tuple."""
+    """The tree's own form of ``key``: ``str`` and 1-D integer arrays as they are, else a tuple."""
     if isinstance(key, str | tuple):
         return key
-    tolist = getattr(key, "tolist", None)  # numpy: plain ints hash and compare faster
-    return tuple(tolist() if callable(tolist) else key)
+    if isinstance(key, np.ndarray) and key.ndim == 1 and key.dtype.kind in "iu":
+        return key
+    return tuple(key)
+
+
+def head(key: Key) -> Hashable:
+    """The first element, as the children map keys it (an array's as a plain int)."""
+    first = key[0]
+    return int(first) if isinstance(first, np.integer) else first
 
 
 def shared_prefix(a: Key, b: Key) -> int:
     """How many leading elements ``a`` and ``b`` share (``tree.rs:289-317``).
 
-    Binary search on slice equality: each probe is one C-level comparison, so
-    long segments cost O(n log n) element compares at C speed, not a Python loop.
+    Arrays: one vectorised compare. Text and tuples: binary search on slice
+    equality, each probe one C-level comparison, so long segments cost
+    O(n log n) element compares at C speed, not a Python loop.
     """
     n = min(len(a), len(b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        differ = np.asarray(a[:n]) != np.asarray(b[:n])
+        first = int(differ.argmax()) if n else 0
+        return first if n and differ[first] else n
     if a[:n] == b[:n]:
         return n
     lo, hi = 0, n  # a[:lo] == b[:lo]; a[:hi] != b[:hi]
@@ -117,12 +135,13 @@ class ApproxTree:
         self.root.tenants.setdefault(tenant, 0)  # tree.rs:369-373: no stamp here
         self.size.setdefault(tenant, 0)
         node, rest = self.root, key
-        while rest:
-            child = node.children.get(rest[0])
+        while len(rest):
+            child = node.children.get(head(rest))
             if child is None:  # tree.rs:398-423: new leaf, stamped, done
-                leaf = _Node(text=rest, parent=node, last_tenant=tenant)
+                own = rest.copy() if isinstance(rest, np.ndarray) else rest  # not the prompt
+                leaf = _Node(text=own, parent=node, last_tenant=tenant)
                 self._own(leaf, tenant, self._tick())
-                node.children[rest[0]] = leaf
+                node.children[head(rest)] = leaf
                 return
             shared = shared_prefix(rest, child.text)
             if shared < len(child.text):  # tree.rs:435-482: split the child at `shared`
@@ -138,8 +157,8 @@ class ApproxTree:
                       tenants=dict(child.tenants), last_tenant=child.last_tenant)
         child.text = child.text[at:]
         child.parent = upper
-        upper.children[child.text[0]] = child
-        parent.children[upper.text[0]] = upper
+        upper.children[head(child.text)] = child
+        parent.children[head(upper.text)] = upper
         return upper
 
     def prefix_match(self, key: Key) -> tuple[int | None, int]:
@@ -153,8 +172,8 @@ class ApproxTree:
         counter) refreshes that tenant's timestamp on the node (``tree.rs:601-607``).
         """
         node, rest, matched = self.root, key, 0
-        while rest:
-            child = node.children.get(rest[0])
+        while len(rest):
+            child = node.children.get(head(rest))
             if child is None:
                 break
             shared = shared_prefix(rest, child.text)
@@ -207,7 +226,7 @@ class ApproxTree:
             if parent is None:
                 continue
             if not node.children and not node.tenants:
-                del parent.children[node.text[0]]
+                del parent.children[head(node.text)]
             if self._is_leaf_for(parent, tenant):
                 heapq.heappush(heap, (parent.tenants[tenant], seq, tenant, parent))
                 seq += 1
@@ -227,7 +246,7 @@ class ApproxTree:
             if parent is None:
                 continue
             if not node.children and not node.tenants:
-                parent.children.pop(node.text[0], None)
+                parent.children.pop(head(node.text), None)
             if self._is_leaf_for(parent, tenant):
                 queue.append(parent)
         self.size.pop(tenant, None)
