@@ -60,6 +60,8 @@ class FleetResult:
 
     workload: str
     policy: str
+    policy_config: dict[str, Any] | None  # what each replica's policy ran with (None: none)
+    config_source: str  # as a ReplayResult's (sim.configs: given, derived, none)
     router: str
     router_config: dict[str, Any]
     replicas: int
@@ -129,7 +131,9 @@ def fleet_result(workload: Workload, run: PolicyRun, spec: Any, timing: TimingSp
     prompts = sum(p.prompt_tokens for p in per)
     hits = sum(p.hit_tokens for p in per)
     return FleetResult(
-        workload=workload.name, policy=run.name, router=spec.router,
+        workload=workload.name, policy=run.name,
+        policy_config=setups[0].run_config.as_dict(), config_source=setups[0].run_config.source,
+        router=spec.router,
         router_config=dict(spec.router_config or {}), replicas=len(servers),
         pool_tokens=setups[0].pool_size, page_size=setups[0].page_size,
         requests=len(records), prompt_tokens=prompts, hit_tokens=hits,

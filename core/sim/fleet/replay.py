@@ -196,7 +196,8 @@ def replay_fleet(workload: Workload, run: PolicyRun, *, pool_tokens: int, page_s
     router = build_router(fleet.router, fleet.router_config, replicas=fleet.replicas,
                           seed=fleet.seed)
     wall0, cpu0 = time.perf_counter(), time.thread_time()
-    setups = [_set_up(workload, run, None, pool_tokens, page_size, host)
+    config = run.on(workload)  # resolved (or derived from the workload) once, not per replica
+    setups = [_set_up(workload, run, config, pool_tokens, page_size, host)
               for _ in range(fleet.replicas)]
     f = _Fleet(workload, setups, timing, router, progress)
     f.run()

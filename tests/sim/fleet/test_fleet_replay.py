@@ -6,7 +6,7 @@ import pytest
 from helpers.timed import ListWorkload, fixed_cost, request, unique_requests
 
 from radix_evict.cache.host_tier import HostTierSpec
-from radix_evict.sim.configs import PolicyRun
+from radix_evict.sim.configs import DERIVED, PolicyRun
 from radix_evict.sim.fleet.errors import FleetRouterError
 from radix_evict.sim.fleet.hookspecs import hookimpl
 from radix_evict.sim.fleet.registry import router_registry, routers
@@ -93,6 +93,13 @@ def test_one_replica_behind_any_router_is_the_one_server_replay(case, router):
     assert rep.evicted_tokens == single.evicted_tokens
     assert rep.requests == single.requests == fleet.requests
     assert fleet.balance.requests_max_over_mean == 1.0
+
+
+def test_a_derived_config_is_the_one_servers():
+    single, fleet = _single_and_fleet("chat sessions", "least_load", policy="tlru")
+    assert fleet.fleet.to_dict() == single.timing.to_dict()
+    assert fleet.policy_config == single.policy_config is not None
+    assert fleet.config_source == single.config_source == DERIVED
 
 
 def test_the_cases_queue_retract_and_refuse():
