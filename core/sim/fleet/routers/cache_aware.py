@@ -1,4 +1,4 @@
-"""sglang-router 0.3.2's ``cache_aware``: approximate prefix affinity unless load is unbalanced.
+"""sglang-router 0.3.2's policy: affinity by an approximate prefix tree unless load is unbalanced.
 
 Every rule is taken from the source the sglang-router 0.3.2 wheel was built
 from (its sdist on PyPI, ``sglang_router-0.3.2.tar.gz``; sglang commit
