@@ -105,6 +105,13 @@ class HybridRadixCache:
         self._uuid = 0
         self.root = self._new_node()
         self.root.lock = [1, 1, 1]  # never evicted, never a leaf
+        try:
+            self._score(self.root)
+        except AttributeError as e:  # tlru reads the flat tree's depth fields
+            raise ValueError(
+                f"policy {getattr(policy, 'name', policy)!r} reads node.{e.name}, which the "
+                "hybrid tree does not keep"
+            ) from None
         self.lru = ComponentLRU(self.aux if self.aux is not None else SWA)
         self.leaves: set[HybridNode] = set()
         self.evictable = [0, 0, 0]

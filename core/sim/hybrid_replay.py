@@ -1,0 +1,211 @@
+"""Replays for hybrid models: a workload through the hybrid cache of one model layout.
+
+Per request (page size P, window W), the operations SGLang's scheduler makes
+around its unified tree (the same as ``tests/helpers/hybrid_rig.py``, whose
+decisions match SGLang's own tree):
+
+    arrive:  match the prompt; lock; evict each component's shortfall
+             (full and window: the tokens the request needs; Mamba: one state);
+             allocate, or count a refused admission
+    finish:  window: the request's window KV that fell behind the window during
+             decode is freed first (SGLang's ``free_swa_out_of_window_slots``)
+             Mamba: the key is cut to where the request's last state was saved
+             insert; free what the tree did not take; unlock
+
+A result reports the hit rate the model can use (the reusable prefix, every
+component present) beside the one full-attention KV alone would give, so the
+cost of the window or the states shows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from radix_evict.cache.hybrid.cache import HybridRadixCache
+from radix_evict.cache.hybrid.layout import HybridLayout
+from radix_evict.cache.hybrid.node import FULL, MAMBA, SWA
+from radix_evict.cache.hybrid.pool import HybridPools
+from radix_evict.sim.models.sizing import (
+    MAMBA_FULL_MEMORY_RATIO,
+    SWA_FULL_TOKENS_RATIO,
+    PoolSizes,
+    parse_bytes,
+    pool_sizes,
+)
+from radix_evict.sim.workloads.base import Workload
+
+MAMBA_CHUNK = 64  # SGLang's mamba_cache_chunk_size for FLA-based models (FLA_CHUNK_SIZE)
+MAMBA_TRACK_INTERVAL = 256  # --mamba-track-interval's default (arg_groups/fields/exec_.py:530)
+
+
+@dataclass(frozen=True)
+class HybridSpec:
+    """A model layout and the pools it gets."""
+
+    layout: HybridLayout
+    pools: PoolSizes
+    page_size: int
+    kv_bytes: int | None  # None: sized from --pool-tokens
+
+
+def build_spec(layout: HybridLayout, *, kv_memory: str | None, pool_tokens: int | None,
+               default_tokens: int, page_size: int, swa_ratio: float | None,
+               mamba_ratio: float | None) -> HybridSpec:  # fmt: skip
+    """Pools from a KV budget in bytes, or from the full pool's tokens with SGLang's ratios."""
+    swa_r = SWA_FULL_TOKENS_RATIO if swa_ratio is None else swa_ratio
+    mamba_r = MAMBA_FULL_MEMORY_RATIO if mamba_ratio is None else mamba_ratio
+    if kv_memory is not None:
+        if pool_tokens is not None:
+            raise ValueError("give --kv-memory or --pool-tokens, not both")
+        kv = parse_bytes(kv_memory)
+        return HybridSpec(layout, pool_sizes(layout, kv, page_size, swa_r, mamba_r), page_size,
+                          kv)  # fmt: skip
+    full = (pool_tokens or default_tokens) // page_size * page_size
+    # The same split, read from the full pool's side.
+    kv = math.ceil(full * layout.bytes_per_token("full"))
+    if layout.kind == "mamba":
+        kv = math.ceil(kv * (1 + mamba_r))
+    elif layout.kind == "swa":
+        kv = math.ceil(full * (layout.bytes_per_token("full")
+                               + swa_r * layout.bytes_per_token("swa")))  # fmt: skip
+    sizes = pool_sizes(layout, kv, page_size, swa_r, mamba_r)
+    return HybridSpec(layout, PoolSizes(full, sizes.swa_tokens, sizes.mamba_states), page_size,
+                      None)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class HybridRun:
+    """One policy's replay of a workload through one layout."""
+
+    policy: str
+    requests: int
+    admitted: int
+    failed: int
+    prompt_tokens: int
+    hit_tokens: int  # reusable: every component present
+    full_hit_tokens: int  # what full-attention KV alone covered
+    mean_reusable_prefix: float
+    p50_uncached: float
+    p99_uncached: float
+    evicted_full: int
+    evicted_aux: int  # window tokens or states
+
+    @property
+    def hit_rate(self) -> float:
+        return self.hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    @property
+    def full_hit_rate(self) -> float:
+        return self.full_hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "hit_rate": self.hit_rate, "full_hit_rate": self.full_hit_rate}
+
+
+def window_floor(hit: int, total: int, window: int, page: int) -> tuple[int, int]:
+    """(floor, freed): where the request's window KV starts after decode, and how much it freed.
+
+    SGLang's ``free_swa_out_of_window_slots`` (``mem_cache/common.py:75-140``): it
+    keeps ``max(window, page)`` rounded up to pages behind the end, and never frees
+    the cached prefix it matched.
+    """
+    if total - window < 1:
+        return 0, 0
+    page_up = -(-max(window, page) // page) * page
+    new = max(hit, total - page_up) // page * page
+    return (new, new - hit) if new > hit else (hit, 0)
+
+
+def state_len(prompt: int, total: int, page: int) -> int:
+    """Where the request's last recurrent state was saved (the length its insert keeps).
+
+    Page 1 keeps only the state at the sequence end (no extra buffer,
+    ``components/mamba.py:612-626``); larger pages keep the last tracked one: the
+    prompt's last chunk-aligned point or a decode point on the track grid.
+    """
+    if page == 1:
+        return total
+    grid = math.lcm(MAMBA_CHUNK, page)
+    track = math.lcm(grid, MAMBA_TRACK_INTERVAL)
+    return max(prompt // grid * grid, total // track * track)
+
+
+def replay_hybrid(workload: Workload, spec: HybridSpec, policy: str,
+                  policy_config: Any = None) -> HybridRun:  # fmt: skip
+    """Every event of ``workload`` through a fresh hybrid cache of ``spec``'s layout."""
+    layout, P = spec.layout, spec.page_size
+    sizes = spec.pools
+    pools = HybridPools(sizes.full_tokens, sizes.swa_tokens, sizes.mamba_states, P)
+    kind = layout.kind
+    cache = HybridRadixCache(pools, window=layout.window, mamba=kind == "mamba",
+                             policy=policy, policy_config=policy_config,
+                             mamba_grid=math.lcm(MAMBA_CHUNK, P))  # fmt: skip
+    aux = SWA if kind == "swa" else MAMBA if kind == "mamba" else None
+    live: dict[Any, tuple[int, Any, int]] = {}
+    hits: list[int] = []
+    uncached: list[int] = []
+    full_hits = prompt_tokens = failed = 0
+    evicted = [0, 0, 0]
+    for _, what, req in workload.events():
+        if what != "arrive":
+            if req.rid in live:
+                _finish(cache, req, live.pop(req.rid), kind)
+            continue
+        prompt = np.asarray(req.prompt, dtype=np.int64)
+        prompt_tokens += len(prompt)
+        m = cache.match_prefix(prompt)
+        lock = cache.inc_lock_ref(m.node)
+        need = -(-(len(prompt) + len(req.output) - m.prefix_len) // P) * P
+        aux_need = need if aux == SWA else 1 if aux == MAMBA else 0
+        short = [max(0, need - pools.available(FULL)), 0, 0]
+        if aux is not None:
+            short[aux] = max(0, aux_need - pools.available(aux))
+        if any(short):
+            freed = cache.evict(*short)
+            evicted = [a + b for a, b in zip(evicted, freed, strict=True)]
+        if need > pools.available(FULL) or (aux is not None and aux_need > pools.available(aux)):
+            cache.dec_lock_ref(lock)
+            failed += 1
+            uncached.append(len(prompt))
+            continue
+        pools.alloc(FULL, need)
+        if aux is not None:
+            pools.alloc(aux, aux_need)
+        live[req.rid] = (m.prefix_len, lock, need)
+        hits.append(m.prefix_len)
+        full_hits += m.full_prefix_len
+        uncached.append(len(prompt) - m.prefix_len)
+    u = np.asarray(uncached or [0], dtype=np.float64)
+    return HybridRun(
+        policy=policy, requests=len(uncached), admitted=len(hits), failed=failed,
+        prompt_tokens=prompt_tokens, hit_tokens=sum(hits), full_hit_tokens=full_hits,
+        mean_reusable_prefix=float(np.mean(hits)) if hits else 0.0,
+        p50_uncached=float(np.percentile(u, 50)), p99_uncached=float(np.percentile(u, 99)),
+        evicted_full=evicted[FULL], evicted_aux=evicted[aux] if aux is not None else 0,
+    )  # fmt: skip
+
+
+def _finish(cache: HybridRadixCache, req: Any, state: tuple[int, Any, int], kind: str) -> None:
+    """Insert what the request computed, free what the tree did not take, unlock."""
+    hit, lock, need = state
+    P = cache.page_size
+    tokens = np.asarray(req.tokens(), dtype=np.int64)
+    end = len(tokens) // P * P
+    floor = 0
+    if kind == "swa":
+        assert cache.window is not None
+        floor, freed = window_floor(hit, len(tokens), cache.window, P)
+        cache.pools.free(SWA, freed)
+    elif kind == "mamba":
+        end = state_len(len(req.prompt), len(tokens), P)
+    cache.insert(tokens[:end], prev_prefix_len=hit, priority=req.priority,
+                 swa_evicted_len=floor, mamba_state=kind == "mamba")  # fmt: skip
+    tail = hit + need - max(end, hit)
+    cache.pools.free(FULL, tail)
+    if kind == "swa":
+        cache.pools.free(SWA, tail)
+    cache.dec_lock_ref(lock)
