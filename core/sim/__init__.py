@@ -9,6 +9,7 @@ __all__ = [
     "ceiling",
     "configs",
     "failures",
+    "hybrid_replay",
     "models",
     "oracle",
     "parallel",
