@@ -12,8 +12,8 @@ it was sent once, not every prompt whole.
 
 Every rule below is taken from ``src/policies/tree.rs`` of the source the
 sglang-router 0.3.2 wheel was built from (its sdist on PyPI,
-``sglang_router-0.3.2.tar.gz``; sglang commit c7f9bf9f, "[smg] release 0.3.2
-(#17168)"). Line numbers below refer to that file.
+``sglang_router-0.3.2.tar.gz``, cut at sglang's "[smg] release 0.3.2 (#17168)").
+Line numbers below refer to that file.
 
 What is not reproduced, and why it does not change a routing decision:
 

@@ -1,8 +1,8 @@
 """sglang-router 0.3.2's policy: affinity by an approximate prefix tree unless load is unbalanced.
 
 Every rule is taken from the source the sglang-router 0.3.2 wheel was built
-from (its sdist on PyPI, ``sglang_router-0.3.2.tar.gz``; sglang commit
-c7f9bf9f, "[smg] release 0.3.2 (#17168)"; the installed router's debug log
+from (its sdist on PyPI, ``sglang_router-0.3.2.tar.gz``, cut at sglang's
+"[smg] release 0.3.2 (#17168)"; the installed router's debug log
 places its "Load balancing triggered" line at ``cache_aware.rs:300``, that
 line of the sdist). ``ca.rs`` below is
 ``src/policies/cache_aware.rs``, ``router.rs`` is ``src/routers/http/router.rs``,
