@@ -15,7 +15,7 @@ sglang-router 0.3.2 wheel was built from (its sdist on PyPI,
 ``sglang_router-0.3.2.tar.gz``, cut at sglang's "[smg] release 0.3.2 (#17168)").
 Line numbers below refer to that file.
 
-What is not reproduced, and why it does not change a routing decision:
+What is not reproduced, and when it could matter:
 
 * The tree is concurrent in Rust (``DashMap`` children, node locks); here it is
   single-threaded, which is what one request at a time through ``route`` is.
@@ -25,7 +25,8 @@ What is not reproduced, and why it does not change a routing decision:
   timestamps from a ``BinaryHeap`` (unspecified order), this tree uses insertion
   order. Both only matter after an eviction: for which tenant a node whose
   cached tenant was evicted reports, and for which of several equally old
-  leaves goes first (nodes an insert passed through all carry epoch 0).
+  leaves goes first (nodes an insert passed through all carry epoch 0). So
+  eviction follows the Rust rules but is not checked against the real router.
 * Rust reports the tenant ``"empty"`` for a node without tenants and may stamp
   it there (``tree.rs:583``, ``tree.rs:604-607``); here that is ``None`` and
   nothing is stamped. Only the root of a tree without workers can be such a
