@@ -85,7 +85,7 @@ PANELS = {
                           "cost_model", "slo_ttft", "slo_tpot", "chunked_prefill_size"),
     "Fleet (--replicas)": ("replicas", "router", "router_config"),
     "Host tier": ("host_tokens", "hicache_ratio", "write_policy", "write_threshold",
-                  "host_policy", "host_config"),
+                  "host_policy", "host_config", "admission"),
     "Output": ("json_out", "plot", "metrics", "force", "progress", "jobs"),
     "Model/engine (--model)": ("model", "device", "baseline"),
 }
@@ -192,6 +192,11 @@ class SimulateOptions:
     write_threshold: WriteThresholdOpt = None
     host_policy: HostPolicyOpt = None
     host_config: HostConfigOpt = None
+    admission: Annotated[str | None, typer.Option(
+        "--admission", show_default="none: every backup the write policy makes",
+        help="Host-tier admission: which backups are written at all, 'selective' (SGLang's "
+             "write_through_selective rule) or 'tinylfu' (a frequency sketch); "
+             "docs/hints.md.")] = None
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False
     plot: Annotated[Path | None, typer.Option(
         "--plot",

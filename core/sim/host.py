@@ -2,7 +2,7 @@
 
 :func:`build_host` turns the host-tier options (``--host-tokens`` or
 ``--hicache-ratio``, ``--write-policy``, ``--write-threshold``,
-``--host-policy``, ``--host-config``) into the one
+``--host-policy``, ``--host-config``, ``--admission``) into the one
 :class:`~radix_evict.cache.host_tier.HostTierSpec` both commands replay with;
 each problem is an :class:`~radix_evict.errors.OptionError` naming its option.
 :func:`check_host_grid` runs the same checks on every value of a sweep's host
@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from radix_evict.cache.admission import ADMISSION_POLICIES
 from radix_evict.cache.host_tier import WRITE_BACK, WRITE_POLICIES, HostTierSpec
 from radix_evict.errors import OptionError, PolicyConfigError, problem_lines
 from radix_evict.inputs import read_config_arg
@@ -34,10 +35,11 @@ from radix_evict.sim.timed.cost import (
 )
 
 if TYPE_CHECKING:
+    from radix_evict.sim.results import HostFigures
     from radix_evict.sim.sweep.spec import GridParts
 
-__all__ = ["HOST_BYTES_PER_TOKEN", "build_host", "check_host_fits", "check_host_grid",
-           "check_transfer", "tier_at"]
+__all__ = ["HOST_BYTES_PER_TOKEN", "add_pcie_bytes", "build_host", "check_host_fits",
+           "check_host_grid", "check_transfer", "tier_at"]
 
 H = TypeVar("H", bound=HostTierSpec)
 
@@ -57,9 +59,26 @@ def tier_at(host: H | None, page_size: int) -> H | None:
     return host if tokens == host.tokens else replace(host, tokens=tokens)
 
 
+def add_pcie_bytes(figures: HostFigures | None, model: CostModel | None) -> None:
+    """Set ``figures``' PCIe bytes: its tokens at ``model``'s KV size (None: the default's).
+
+    A token replay has no model of its own; the bytes are then the default cost
+    model's (named in ``pcie_cost_model``), what the timed replay would charge.
+    """
+    if figures is None:
+        return
+    if model is None:
+        model = load_cost_model(DEFAULT_COST_MODEL)
+    if model.transfer is None:
+        return
+    figures.pcie_cost_model = model.name
+    figures.pcie_bytes = figures.pcie_tokens * model.transfer.kv_bytes_per_token
+
+
 def build_host(*, host_tokens: int | None, hicache_ratio: float | None,
                write_policy: str | None, write_threshold: int | None,
-               host_policy: str | None, host_config: str | None) -> HostTierSpec | None:
+               host_policy: str | None, host_config: str | None,
+               admission: str | None = None) -> HostTierSpec | None:
     """The HostTierSpec the options ask for (None: no host tier); errors name the option.
 
     ``host_config`` is JSON text or ``@FILE``; the host policy's config is
@@ -72,7 +91,8 @@ def build_host(*, host_tokens: int | None, hicache_ratio: float | None,
         given = [name for name, v in (("--write-policy", write_policy),
                                       ("--write-threshold", write_threshold),
                                       ("--host-policy", host_policy),
-                                      ("--host-config", host_config)) if v is not None]
+                                      ("--host-config", host_config),
+                                      ("--admission", admission)) if v is not None]
         if given:
             raise OptionError(f"{', '.join(given)}: host-tier options; add --host-tokens N or "
                               "--hicache-ratio R")
@@ -101,9 +121,16 @@ def build_host(*, host_tokens: int | None, hicache_ratio: float | None,
         except PolicyConfigError as exc:
             lines = ["--host-policy:", *problem_lines(host_policy, exc.problems)]
             raise OptionError("\n".join(lines), invalid=True, problems=exc.problems) from None
+    if admission is not None and admission not in ADMISSION_POLICIES:
+        from radix_evict.suggest import did_you_mean
+
+        near = did_you_mean(admission, list(ADMISSION_POLICIES))
+        raise OptionError(f"--admission {admission!r}: use {', '.join(ADMISSION_POLICIES)}"
+                          + (f"; {near}" if near else ""))
     return HostTierSpec(
         tokens=host_tokens, ratio=hicache_ratio, write_policy=policy,
         write_threshold=write_threshold, policy=host_policy, policy_config=config,
+        admission=admission,
     )
 
 

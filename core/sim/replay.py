@@ -39,7 +39,7 @@ from radix_evict.policies.config import ConfigInput
 from radix_evict.policies.contract import DEFAULT_POLICY, EvictionPolicy
 from radix_evict.policies.registry import load_policy
 from radix_evict.sim.configs import NONE, PolicyRun, RunConfig, describe_workload, resolve_config
-from radix_evict.sim.host import tier_at
+from radix_evict.sim.host import add_pcie_bytes, tier_at
 from radix_evict.sim.results import (
     HostFigures,
     MatrixResult,
@@ -353,11 +353,14 @@ def replay(
         _check_accounting(s.cache, s.pool, s.pool_size)
         result = _result(workload, s, tally, times, label, workload_info)
         result.timing = figures
+        add_pcie_bytes(result.host, timing.cost_model)
         return result
     loop = _Loop(s, tally, split_prompt, contexts_for(workload, s.cache))
     _, wall = _drive(workload, loop, progress)
     _check_accounting(s.cache, s.pool, s.pool_size)
-    return _result(workload, s, tally, (loop.t_cache, loop.t_evict, wall), label, workload_info)
+    result = _result(workload, s, tally, (loop.t_cache, loop.t_evict, wall), label, workload_info)
+    add_pcie_bytes(result.host, None)
+    return result
 
 
 def contexts_for(workload: Workload, cache: RadixCache) -> ContextFn | None:
@@ -398,6 +401,10 @@ def host_figures(cache: RadixCache, tally: Tally) -> HostFigures | None:
         write_failed_tokens=st.write_failed_tokens,
         load_back_failed_tokens=st.load_back_failed_tokens,
         copy_wait_s=tally.copy_wait_s,
+        admission=host.admission.name if host.admission is not None else "none",
+        admission_rejected_tokens=(host.admission.rejected_tokens
+                                   if host.admission is not None else 0),
+        pcie_tokens=st.written_tokens + st.loaded_tokens,
     )
 
 

@@ -37,7 +37,8 @@ def host_json(spec: HostTierSpec) -> dict[str, Any]:
     return {"host_tier": {"tokens": spec.tokens, "hicache_ratio": spec.ratio,
                           "write_policy": spec.write_policy,
                           "write_threshold": spec.threshold or None,
-                          "host_policy": policy}}
+                          "host_policy": policy,
+                          "admission": getattr(spec.admission, "name", spec.admission)}}
 
 
 def add_bound_json(data: dict[str, Any], bounds: Sequence[Bound]) -> None:

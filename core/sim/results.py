@@ -83,6 +83,11 @@ class HostFigures:
     write_failed_tokens: int
     load_back_failed_tokens: int
     copy_wait_s: float = 0.0  # timed replay: virtual seconds steps waited for host copies
+    admission: str = "none"  # the host tier's admission policy (radix_evict.cache.admission)
+    admission_rejected_tokens: int = 0  # backups it refused
+    pcie_tokens: int = 0  # written + loaded: tokens that crossed PCIe, either way
+    pcie_cost_model: str | None = None  # whose KV size pcie_bytes counts
+    pcie_bytes: int | None = None  # pcie_tokens x its kv_bytes_per_token (None: no size known)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

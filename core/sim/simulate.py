@@ -103,6 +103,7 @@ class SimulateSettings:
     write_threshold: int | None = None
     host_policy: str | None = None
     host_config: str | None = None
+    admission: str | None = None  # the host tier's (radix_evict.cache.admission)
     plot: Path | None = None
     metrics: Path | None = None
     force: bool = False
@@ -207,7 +208,8 @@ def prepare(s: SimulateSettings, *, models: Collection[str] = ()) -> SimulatePla
             metrics=s.metrics is not None)
     host = build_host(host_tokens=s.host_tokens, hicache_ratio=s.hicache_ratio,
                       write_policy=s.write_policy, write_threshold=s.write_threshold,
-                      host_policy=s.host_policy, host_config=s.host_config)
+                      host_policy=s.host_policy, host_config=s.host_config,
+                      admission=s.admission)
 
     def workloads() -> list[Workload]:
         if s.trace is not None:

@@ -262,9 +262,12 @@ def host_table(results: Sequence[ReplayResult], title: str,
     t = TextTable(title)
     t.add_column("policy")
     t.add_column("host policy")
+    admission = any(r.host is not None and r.host.admission != "none" for r in results)
+    if admission:
+        t.add_column("admission")
     timed = any(r.timing is not None for r in results)
-    cols = ["device hit", "host hit", "miss", "written to host", "loaded back", "host evicted",
-            "host evictions", "reclaimed"]
+    cols = ["device hit", "host hit", "miss", "written to host", "loaded back", "PCIe GB",
+            "host evicted", "host evictions", "reclaimed"]
     if timed:
         cols.append("copy wait s")
     for col in cols:
@@ -273,23 +276,32 @@ def host_table(results: Sequence[ReplayResult], title: str,
         h = r.host
         assert h is not None
         cells = [_pct(h.device_hit_rate), _pct(h.host_hit_rate), _pct(h.miss_rate),
-                 f"{h.written_tokens:,}", f"{h.loaded_tokens:,}", f"{h.host_evicted_tokens:,}",
+                 f"{h.written_tokens:,}", f"{h.loaded_tokens:,}",
+                 "-" if h.pcie_bytes is None else f"{h.pcie_bytes / 1e9:,.1f}",
+                 f"{h.host_evicted_tokens:,}",
                  f"{h.host_evictions:,}", f"{h.reclaimed_tokens:,}"]
         if timed:
             cells.append(f"{h.copy_wait_s:,.2f}")
-        t.add_row(r.label, h.host_policy, *cells)
+        t.add_row(r.label, h.host_policy, *([h.admission] if admission else []), *cells)
     h0 = results[0].host
     assert h0 is not None
     backup = (f"backed up at insert {h0.write_threshold}" if h0.write_threshold
               else "backed up on device eviction")
     t.caption = (f"host tier {h0.host_tokens:,} tokens, {h0.write_policy} ({backup}); hit = "
                  "prompt tokens found on device / loaded back from host")
+    if admission:
+        t.caption += ("; admission = what may be written (none: every backup the write "
+                      "policy makes)")
+    if h0.pcie_cost_model is not None:
+        t.caption += (f"; PCIe GB = tokens written and loaded back, at {h0.pcie_cost_model}'s "
+                      "KV bytes a token")
     if timed:
         t.caption += ("; copy wait = virtual time steps spent on load-backs past their "
                       "prefill's compute, and on write_back's writes")
     if bound is not None:
         o, c = bound.oracle.hit_rate, bound.ceiling.hit_rate
-        t.add_row(HOST_REFERENCE, "", _pct(o), _pct(max(0.0, c - o)), _pct(1 - c),
+        t.add_row(HOST_REFERENCE, "", *([""] if admission else []), _pct(o),
+                  _pct(max(0.0, c - o)), _pct(1 - c),
                   *[""] * (len(cols) - 3), end_section=True)
         above = [r.label for r in results
                  if r.host is not None and r.host.device_hit_rate > o + 1e-12]
