@@ -36,6 +36,7 @@ from radix_evict.sim.models.sizing import (
     parse_bytes,
     pool_sizes,
 )
+from radix_evict.sim.tables import Column, TextTable
 from radix_evict.sim.workloads.base import Workload
 
 MAMBA_CHUNK = 64  # SGLang's mamba_cache_chunk_size for FLA-based models (FLA_CHUNK_SIZE)
@@ -209,3 +210,55 @@ def _finish(cache: HybridRadixCache, req: Any, state: tuple[int, Any, int], kind
     if kind == "swa":
         cache.pools.free(SWA, tail)
     cache.dec_lock_ref(lock)
+
+
+@dataclass(frozen=True)
+class HybridReport:
+    """Every policy's hybrid replay of one workload, and which reused the most."""
+
+    workload: str
+    requests: int
+    spec: HybridSpec
+    runs: list[HybridRun]
+
+    @property
+    def best(self) -> HybridRun:
+        """Highest reusable hit rate; ties: the lower p99 of uncached tokens, then the name."""
+        return min(self.runs, key=lambda r: (-r.hit_rate, r.p99_uncached, r.policy))
+
+    def table(self) -> TextTable:
+        """One row per policy: the reusable and the full-KV hit rate, tails, evictions."""
+        lay, pools = self.spec.layout, self.spec.pools
+        t = TextTable(f"{self.workload} on {lay.name} ({lay.kind}): full {pools.full_tokens:,} "
+                      f"tokens, window {pools.swa_tokens:,} tokens, {pools.mamba_states:,} "
+                      "states")  # fmt: skip
+        for col in ("reusable hit rate", "full-KV hit rate", "mean reusable prefix",
+                    "p99 uncached", "evicted full", "evicted window/states", "failed"):  # fmt: skip
+            t.add_column(col, justify="right")
+        t.columns.insert(0, Column("policy"))
+        for r in self.runs:
+            t.add_row(r.policy, f"{r.hit_rate:.4f}", f"{r.full_hit_rate:.4f}",
+                      f"{r.mean_reusable_prefix:,.1f}", f"{r.p99_uncached:,.0f}",
+                      f"{r.evicted_full:,}", f"{r.evicted_aux:,}", f"{r.failed:,}")  # fmt: skip
+        t.caption = ("reusable: every component present (what the model can skip); full-KV: "
+                     "what full attention alone holds; docs/hybrid.md")  # fmt: skip
+        return t
+
+    def to_json(self) -> dict[str, Any]:
+        layout, pools = self.spec.layout, self.spec.pools
+        return {
+            "workload": self.workload, "requests": self.requests,
+            "model_arch": layout.name, "kind": layout.kind, "window": layout.window,
+            "source": layout.source, "kv_bytes": self.spec.kv_bytes,
+            "page_size": self.spec.page_size, "pools": asdict(pools),
+            "results": [r.to_json() for r in self.runs], "best": self.best.policy,
+        }  # fmt: skip
+
+
+def hybrid_report(workload: Workload, spec: HybridSpec,
+                  runs: list[tuple[str, Any]]) -> HybridReport:  # fmt: skip
+    """Replay ``workload`` once per ``(policy, config)`` in ``runs``."""
+    if not runs:
+        raise ValueError("no policy to replay")
+    results = [replay_hybrid(workload, spec, p, c) for p, c in runs]
+    return HybridReport(workload.name, workload.num_requests, spec, results)
