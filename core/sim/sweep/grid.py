@@ -115,7 +115,8 @@ class Grid:
         points: list[TimingPoint | None] = (
             [None] if self.timing is None else list(self.timing.points()))
         hosts: list[HostTierSpec | None] = [None] if self.host is None else self.host.points()
-        fleets: list[FleetPoint | None] = [None] if self.fleet is None else self.fleet.points()
+        fleets: list[FleetPoint | None] = (
+            [None] if self.fleet is None else [p for p in self.fleet.points()])
         for source in self.sources:
             seeds: Iterable[int | None] = self.seeds if source.seeded else (None,)
             for seed in seeds:
