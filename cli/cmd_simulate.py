@@ -24,10 +24,12 @@ from radix_evict.sim.simulate import (
     CURVE_MODE,
     ENGINE_MODE,
     FLEET_MODE,
+    HYBRID_MODE,
     SimulatePlan,
     SimulateSettings,
     curve_plan,
     derived_notes,
+    hybrid_plan,
     prepare,
     replay_plan,
 )
@@ -46,6 +48,7 @@ from .simulate_report import (
     list_workloads_table,
     matrix_table,
     policy_table,
+    render,
     replica_table,
     tier_table,
     timed_table,
@@ -180,6 +183,16 @@ def _engine(plan: SimulatePlan, o: SimulateOptions) -> None:
     output.note(f"wall time {comp.wall_s:.2f} s for {len(comp.rows)} engine replays")
 
 
+def _hybrid(plan: SimulatePlan, o: SimulateOptions) -> None:
+    """--model-arch: each policy through the hybrid model's cache, hit rate per component."""
+    rep = hybrid_plan(plan)
+    if o.json_out:
+        output.emit_json(rep.to_json())
+    else:
+        output.stdout().print(render(rep.table()))
+    output.note(f"best reusable hit rate: {rep.best.policy}")
+
+
 @options_command(SimulateOptions, PANELS)
 def simulate(ctx: typer.Context, o: SimulateOptions) -> None:
     """Which policy should I run? Replay a workload under each policy and recommend one.
@@ -200,5 +213,7 @@ def simulate(ctx: typer.Context, o: SimulateOptions) -> None:
         _engine(plan, o)
     elif plan.mode == FLEET_MODE:
         _fleet(plan, o, s)
+    elif plan.mode == HYBRID_MODE:
+        _hybrid(plan, o)
     else:
         _replays(plan, o, s, verbose=bool(getattr(ctx.obj, "verbose", False)))

@@ -88,6 +88,8 @@ PANELS = {
                   "host_policy", "host_config", "admission"),
     "Output": ("json_out", "plot", "metrics", "force", "progress", "jobs"),
     "Model/engine (--model)": ("model", "device", "baseline"),
+    "Hybrid models (--model-arch)": ("model_arch", "kv_memory", "swa_full_tokens_ratio",
+                                     "mamba_full_memory_ratio"),
 }
 
 
@@ -222,6 +224,19 @@ class SimulateOptions:
              "cpu).")] = "auto"
     baseline: Annotated[bool, typer.Option(
         "--baseline/--no-baseline", help="With --model: also run without a cache.")] = True
+    model_arch: Annotated[str | None, typer.Option(
+        "--model-arch", help="Replay through a hybrid model's cache (sliding window or Mamba "
+        "state beside full attention, as SGLang's unified tree keeps them; docs/hybrid.md): "
+        "gpt-oss-120b, gemma-3-27b, qwen3-next-80b-a3b, llama-3-8b or a TOML layout.")] = None
+    kv_memory: Annotated[str | None, typer.Option(
+        "--kv-memory", help="With --model-arch: KV memory, e.g. 40GiB, split between the "
+        "components as SGLang splits it.", show_default="--pool-tokens full tokens")] = None
+    swa_full_tokens_ratio: Annotated[float | None, typer.Option(
+        "--swa-full-tokens-ratio", help="With --model-arch: window tokens per full token "
+        "(SGLang's option).", show_default="0.8")] = None
+    mamba_full_memory_ratio: Annotated[float | None, typer.Option(
+        "--mamba-full-memory-ratio", help="With --model-arch: Mamba state memory per full KV "
+        "memory (SGLang's option).", show_default="0.9")] = None
 
     def settings(self) -> SimulateSettings:
         """These options as the library takes them (every field of the same name)."""

@@ -38,6 +38,7 @@ from radix_evict.sim.failures import AllRunsFailedError, RunFailure
 from radix_evict.sim.fleet.replay import FleetSpec
 from radix_evict.sim.fleet.simulate import FLEET_MODE, check_fleet, refuse_with_fleet
 from radix_evict.sim.host import build_host, check_host_fits, check_transfer
+from radix_evict.sim.hybrid_replay import HybridReport, HybridSpec
 from radix_evict.sim.pool_curve_options import curve_sizes, refuse_with_curve
 from radix_evict.sim.pool_curve_runs import CurveRun, curve_with_references
 from radix_evict.sim.preflight import (
@@ -58,12 +59,13 @@ from radix_evict.sim.winner import NothingServedError, ObjectiveError
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload
 from radix_evict.sim.workloads.select import ALL, params_for, parse_params, workload_list
 
-__all__ = ["CURVE_MODE", "ENGINE_MODE", "FLEET_MODE", "QUIET", "REPLAY_MODE", "CurveReport",
-           "Reporter", "SimulatePlan", "SimulateSettings", "curve_plan", "derived_notes",
-           "prepare", "replay_plan"]
+__all__ = ["CURVE_MODE", "ENGINE_MODE", "FLEET_MODE", "HYBRID_MODE", "QUIET", "REPLAY_MODE",
+           "CurveReport", "Reporter", "SimulatePlan", "SimulateSettings", "curve_plan",
+           "derived_notes", "hybrid_plan", "prepare", "replay_plan"]
 
 ProgressFn = Callable[[int, int], None]
 REPLAY_MODE, CURVE_MODE, ENGINE_MODE = "replay", "pool-curve", "engine"
+HYBRID_MODE = "hybrid"  # --model-arch (radix_evict.sim.hybrid_replay)
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,10 @@ class SimulateSettings:
     model: str | None = None
     device: str = "auto"
     baseline: bool = True
+    model_arch: str | None = None  # a hybrid model's layout (radix_evict.sim.models)
+    kv_memory: str | None = None  # its KV budget, e.g. 40GiB
+    swa_full_tokens_ratio: float | None = None
+    mamba_full_memory_ratio: float | None = None
 
     @property
     def policies(self) -> list[str]:
@@ -163,6 +169,7 @@ class SimulatePlan:
     single: bool = True
     sizes: list[int] = field(default_factory=list)  # the pool curve's
     fleet: FleetSpec | None = None  # the fleet mode's
+    hybrid: HybridSpec | None = None  # the hybrid mode's
 
     @property
     def workload(self) -> Workload:
@@ -216,6 +223,14 @@ def prepare(s: SimulateSettings, *, models: Collection[str] = ()) -> SimulatePla
             return [build_trace(s.trace, params, s.trace_format, s.block_size)]
         return build_workloads(name, params, s.seed)
 
+    if s.model_arch is not None:
+        return _prepare_hybrid(s, workloads, {
+            "--timing": timing is not None, "--pool-curve": s.pool_curve is not None,
+            "a host tier": host is not None, "--replicas": fleet is not None,
+            "--model": s.model is not None, "--hints": bool(s.hints), "--oracle": s.oracle,
+            "--plot": s.plot is not None, "--enable-metrics": s.metrics is not None})
+    if s.kv_memory or s.swa_full_tokens_ratio or s.mamba_full_memory_ratio:
+        raise OptionError("--kv-memory and the ratios go with --model-arch")
     if s.pool_curve is not None:
         refuse_with_curve(policies=s.policies, pool_tokens=s.pool_tokens, timing=timing,
                           host=host, model=s.model, metrics=s.metrics,
@@ -256,6 +271,45 @@ def prepare(s: SimulateSettings, *, models: Collection[str] = ()) -> SimulatePla
         return SimulatePlan(FLEET_MODE, runs, wls, timing, host, plot, None, device, fleet=fleet)
     return SimulatePlan(REPLAY_MODE, runs, wls, timing, host, plot, metrics, device,
                         single=len(wls) == 1 and name != ALL)
+
+
+HYBRID_POLICIES = ("lru", "lfu", "slru", "priority")  # what the hybrid tree can score
+
+
+def _prepare_hybrid(s: SimulateSettings, workloads: Callable[[], list[Workload]],
+                    refused: dict[str, bool]) -> SimulatePlan:
+    """--model-arch: one workload through a hybrid model's cache (docs/hybrid.md)."""
+    from radix_evict.sim.hybrid_replay import build_spec
+    from radix_evict.sim.models.presets import layout_from
+
+    for option, given in refused.items():
+        if given:
+            raise OptionError(f"--model-arch does not go with {option}")
+    assert s.model_arch is not None
+    try:
+        layout = layout_from(s.model_arch)
+        wls = workloads()
+        if len(wls) != 1:
+            raise OptionError("--model-arch replays one workload or trace")
+        spec = build_spec(layout, kv_memory=s.kv_memory, pool_tokens=s.pool_tokens,
+                          default_tokens=wls[0].default_pool_tokens, page_size=s.page_size,
+                          swa_ratio=s.swa_full_tokens_ratio,
+                          mamba_ratio=s.mamba_full_memory_ratio)
+    except ValueError as e:
+        raise OptionError(f"--model-arch: {e}") from None
+    runs = build_runs(s.policies or list(HYBRID_POLICIES), s.configs)
+    return SimulatePlan(HYBRID_MODE, runs, wls, hybrid=spec)
+
+
+def hybrid_plan(plan: SimulatePlan) -> HybridReport:
+    """The hybrid mode's replays: each policy through the layout's cache."""
+    from radix_evict.sim.hybrid_replay import hybrid_report
+
+    assert plan.hybrid is not None
+    try:
+        return hybrid_report(plan.workload, plan.hybrid, [(r.policy, r.config) for r in plan.runs])
+    except ValueError as e:
+        raise OptionError(f"--model-arch: {e}") from None
 
 
 def _reading(out: OutputFile | None, runs: Sequence[PolicyRun]) -> OutputFile | None:
