@@ -161,10 +161,7 @@ class _Fleet:
                 f"the fleet has replicas 0..{len(self.replicas) - 1}")
         self.routed[id(req)] = (rr, req)
         r = self.replicas[index]
-        r.in_flight += 1
-        r.routed += 1
-        r.version += 1
-        r.feed.push(req, t)
+        r.take(req, t)
         if r.pending:  # its decode segment waited for this: it runs now, cut here
             self._schedule(r, r.run_pending())
         elif r.idle:
@@ -215,9 +212,10 @@ def _check_replica(r: Replica, s: _Setup) -> None:
     from radix_evict.sim.replay import ReplayError
 
     r.tally.flush(r.now)
-    if r.in_system or r.deferred or r.feed.queue or r.in_flight:
+    if r.in_system or r.deferred or r.feed.queue or r.in_flight or r.unprefilled:
         raise ReplayError(
             f"fleet replay: replica {r.index} ended with {r.in_system} requests in the system, "
-            f"{len(r.feed.queue)} routed and never absorbed, {r.in_flight} in flight and "
-            f"{r.deferred} decode slots counted but not returned")
+            f"{len(r.feed.queue)} routed and never absorbed, {r.in_flight} in flight, "
+            f"{len(r.unprefilled)} never prefilled and {r.deferred} decode slots counted but "
+            "not returned")
     _check_accounting(s.cache, s.pool, s.pool_size)

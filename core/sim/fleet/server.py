@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 
 from radix_evict.sim.timed.arrivals import Arrivals
+from radix_evict.sim.timed.job import Job
 from radix_evict.sim.timed.scheduler import INIT_NEW_TOKEN_RATIO
 from radix_evict.sim.timed.server import Server
 from radix_evict.sim.workloads import Request
@@ -66,17 +67,57 @@ class Replica(Server):
     gen: int  # bumped when its place on the fleet's clock changes (stale entries skipped)
     in_flight: int  # routed here and not yet finished (the router's count)
     routed: int
-    version: int  # bumped whenever its state may have changed (views cache on it)
+    # Dynamo's prefill load: the uncached prompt tokens of the requests routed here whose
+    # prefill has not finished, each estimated once (on the cache of the first question
+    # after it was routed), dropped at its first token or refusal
+    prefill_load: int
+    unprefilled: dict[int, int]  # id(request) -> its estimate (-1: not estimated yet)
+    unestimated: list[Request]
 
     def attach(self, index: int, feed: Feed) -> None:
         self.index, self.feed = index, feed
         self.pending = self.idle = False
-        self.gen = self.in_flight = self.routed = self.version = 0
+        self.gen = self.in_flight = self.routed = self.prefill_load = 0
+        self.unprefilled, self.unestimated = {}, []
+
+    def take(self, req: Request, t: float) -> None:
+        """A request routed here at ``t``: queued on its feed, counted as prefill to come."""
+        self.in_flight += 1
+        self.routed += 1
+        self.feed.push(req, t)
+        self.unprefilled[id(req)] = -1
+        self.unestimated.append(req)
+
+    def pending_prefill(self) -> int:
+        """:attr:`prefill_load`, the requests not yet estimated estimated now."""
+        if self.unestimated:
+            locate, pending = self.cache.locate, self.unprefilled
+            for req in self.unestimated:
+                if pending.get(id(req)) == -1:
+                    est = len(req.prompt) - locate(req.prompt)[0]
+                    pending[id(req)] = est
+                    self.prefill_load += est
+            self.unestimated.clear()
+        return self.prefill_load
+
+    def _prefilled(self, req: Request) -> None:
+        est = self.unprefilled.pop(id(req), None)
+        if est is not None and est > 0:
+            self.prefill_load -= est
+
+    def _prefill(self, batch: list[Job]) -> None:
+        super()._prefill(batch)
+        for job in batch:
+            if job.first_token >= 0:
+                self._prefilled(job.req)
+
+    def _refuse(self, job: Job, why: str) -> None:
+        super()._refuse(job, why)
+        self._prefilled(job.req)
 
     def poll(self) -> float | None:
         """One pass of the server's loop at ``now``: the time it must be polled again, or
         None when it is idle (every request routed here by ``now`` is absorbed first)."""
-        self.version += 1
         n = len(self.records)
         self._absorb_arrivals()
         if len(self.records) != n:
@@ -113,7 +154,6 @@ class Replica(Server):
 
     def run_pending(self) -> float:
         """Run the waiting decode segment (cut at the feed's next arrival, if any)."""
-        self.version += 1
         self.pending = False
         self._decode()
         return self.now
@@ -134,12 +174,10 @@ class ReplicaView:
     exact at the arrival being routed.
     """
 
-    __slots__ = ("_kv", "_kv_version", "_r")
+    __slots__ = ("_r",)
 
     def __init__(self, replica: Replica) -> None:
         self._r = replica
-        self._kv = 0
-        self._kv_version = -1
 
     @property
     def index(self) -> int:
@@ -163,19 +201,10 @@ class ReplicaView:
 
     @property
     def pending_prefill_tokens(self) -> int:
-        """Prompt tokens its queued requests still have to compute, less what its cache holds
-        of each now (cached on the replica's state version)."""
-        r = self._r
-        if self._kv_version != r.version:
-            locate, total = r.cache.locate, 0
-            for job in r.waiting:
-                total += job.target - max(job.prefilled, locate(job.full[:job.target])[0])
-            for _, req in r.feed.queue:
-                total += len(req.prompt) - locate(req.prompt)[0]
-            if r.chunked is not None:
-                total += r.chunked.target - r.chunked.prefilled
-            self._kv, self._kv_version = total, r.version
-        return self._kv
+        """Uncached prompt tokens of the requests routed to it that have not had their first
+        token: each request's prompt less its cached prefix, estimated once, as Dynamo's
+        active-sequence tracker charges a request's new tokens until its prefill ends."""
+        return self._r.pending_prefill()
 
     @property
     def active_kv_tokens(self) -> int:

@@ -232,3 +232,48 @@ def test_a_replica_no_request_reaches_is_never_stepped(monkeypatch):
                      fleet=FleetSpec(64, "round_robin"))
     assert sorted(steps) == list(range(10))
     assert [p.requests for p in f.per_replica] == [1] * 10 + [0] * 54
+
+
+class _Spy(Router):
+    """Least-loaded by in-flight count; checks what the views say at every arrival."""
+
+    name = "spy"
+    config_model = RouterConfig
+    seen: list = []
+
+    def __init__(self, config, *, replicas, seed=0):
+        super().__init__(config, replicas=replicas, seed=seed)
+        self.open = [0] * replicas  # its own count: routed and not finished
+
+    def route(self, request, replicas):
+        for v in replicas:
+            assert v.in_flight == self.open[v.index]
+            assert v.pending_prefill_tokens >= 0 and v.active_kv_tokens >= 0
+            assert v.waiting >= 0 and v.running >= 0
+            assert 0 <= v.cached_prefix(request.key) <= len(request.key)
+        type(self).seen.append([(v.pending_prefill_tokens, v.waiting) for v in replicas])
+        i = min(range(len(replicas)), key=lambda k: replicas[k].in_flight)
+        self.open[i] += 1
+        return i
+
+    def on_finish(self, request, replica):
+        self.open[replica] -= 1
+
+
+class _SpyPlugin:
+    @hookimpl
+    def radix_evict_register_routers(self, register):
+        register(RouterSpec("spy", _Spy, RouterConfig, "checks the views"))
+
+
+def test_the_views_agree_with_the_routers_own_count():
+    router_registry.add_plugin(_SpyPlugin(), name="spy-plugin")
+    _Spy.seen = []
+    try:
+        _, f = _single_and_fleet("trace times, tight pool", "spy", replicas=3)
+    finally:
+        router_registry.remove_plugin("spy-plugin")
+    assert len(_Spy.seen) == f.requests
+    # queued prefill is seen while requests wait, and is gone once every prefill ended
+    assert any(p > 0 for row in _Spy.seen for p, _ in row)
+    assert any(w > 0 for row in _Spy.seen for _, w in row)
