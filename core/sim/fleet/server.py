@@ -45,7 +45,15 @@ class Feed(Arrivals):
         self._done = done
 
     def push(self, req: Request, t: float) -> None:
-        self.queue.append((t, req))
+        q = self.queue
+        if not q or q[-1][0] <= t:
+            q.append((t, req))
+            return
+        # released late (a finish told after a later arrival was routed): keep time order
+        i = len(q)
+        while i > 0 and q[i - 1][0] > t:
+            i -= 1
+        q.insert(i, (t, req))
 
     def next_time(self) -> float:
         return self.queue[0][0] if self.queue else math.inf

@@ -277,3 +277,16 @@ def test_the_views_agree_with_the_routers_own_count():
     # queued prefill is seen while requests wait, and is gone once every prefill ended
     assert any(p > 0 for row in _Spy.seen for p, _ in row)
     assert any(w > 0 for row in _Spy.seen for _, w in row)
+
+
+def test_a_feed_keeps_arrival_order_when_a_request_is_released_late():
+    from radix_evict.sim.fleet.server import Feed
+
+    feed = Feed(0, lambda *a: None)
+    reqs = unique_requests(5, rate=1.0, seed=0)
+    for req, t in zip(reqs, (1.0, 3.0, 2.0, 3.0, 0.5), strict=True):
+        feed.push(req, t)
+    order = []
+    while feed.next_time() < float("inf"):
+        order.append((feed.next_time(), feed.pop().rid))
+    assert order == [(0.5, "q4"), (1.0, "q0"), (2.0, "q2"), (3.0, "q1"), (3.0, "q3")]
