@@ -7,6 +7,8 @@ decisions match SGLang's own tree):
     arrive:  match the prompt; lock; evict each component's shortfall
              (full and window: the tokens the request needs; Mamba: one state);
              allocate, or count a refused admission
+             window: checkpoint after prefill: insert the prompt, or up to the
+             branching point the match reported, and move the lock there
     finish:  window: the request's window KV that fell behind the window during
              decode is freed first (SGLang's ``free_swa_out_of_window_slots``)
              Mamba: the key is cut to where the request's last state was saved
@@ -107,18 +109,32 @@ class HybridRun:
         return {**asdict(self), "hit_rate": self.hit_rate, "full_hit_rate": self.full_hit_rate}
 
 
-def window_floor(hit: int, total: int, window: int, page: int) -> tuple[int, int]:
-    """(floor, freed): where the request's window KV starts after decode, and how much it freed.
+def free_out(evicted: int, protected: int, pre_len: int, window: int, page: int
+             ) -> tuple[int, int]:  # fmt: skip
+    """``(start, new)``: the window KV a request frees itself, ``[start, new)``.
 
-    SGLang's ``free_swa_out_of_window_slots`` (``mem_cache/common.py:75-140``): it
-    keeps ``max(window, page)`` rounded up to pages behind the end, and never frees
-    the cached prefix it matched.
+    SGLang's ``free_swa_out_of_window_slots`` (``mem_cache/common.py:75-140``):
+    once ``pre_len`` is a window past the request's floor ``evicted``, it frees
+    from ``max(evicted, protected)`` (never the prefix the tree owns) up to
+    ``max(window, page)`` rounded up to pages behind ``pre_len``; ``new`` is the
+    new floor.
     """
-    if total - window < 1:
-        return 0, 0
+    if pre_len - window < evicted + 1:
+        return evicted, evicted
+    start = max(evicted, protected)
     page_up = -(-max(window, page) // page) * page
-    new = max(hit, total - page_up) // page * page
-    return (new, new - hit) if new > hit else (hit, 0)
+    new = max(start, pre_len - page_up) // page * page
+    return (start, new) if new > start else (start, start)
+
+
+@dataclass
+class _Live:
+    """A request in flight: its lock, slots, and how much of it the tree owns."""
+
+    lock: Any
+    end: int  # its row's length: hit + what it allocated
+    protected: int  # the prefix the tree owns (its match, then its checkpoint)
+    evicted: int = 0  # its window floor
 
 
 def state_len(prompt: int, total: int, page: int) -> int:
@@ -146,7 +162,7 @@ def replay_hybrid(workload: Workload, spec: HybridSpec, policy: str,
                              policy=policy, policy_config=policy_config,
                              mamba_grid=math.lcm(MAMBA_CHUNK, P))  # fmt: skip
     aux = SWA if kind == "swa" else MAMBA if kind == "mamba" else None
-    live: dict[Any, tuple[int, Any, int]] = {}
+    live: dict[Any, _Live] = {}
     hits: list[int] = []
     uncached: list[int] = []
     full_hits = prompt_tokens = failed = 0
@@ -176,7 +192,9 @@ def replay_hybrid(workload: Workload, spec: HybridSpec, policy: str,
         pools.alloc(FULL, need)
         if aux is not None:
             pools.alloc(aux, aux_need)
-        live[req.rid] = (m.prefix_len, lock, need)
+        live[req.rid] = state = _Live(lock, m.prefix_len + need, m.prefix_len)
+        if kind == "swa":
+            _checkpoint(cache, req, state, m.branching_len)
         hits.append(m.prefix_len)
         full_hits += m.full_prefix_len
         uncached.append(len(prompt) - m.prefix_len)
@@ -190,26 +208,48 @@ def replay_hybrid(workload: Workload, spec: HybridSpec, policy: str,
     )  # fmt: skip
 
 
-def _finish(cache: HybridRadixCache, req: Any, state: tuple[int, Any, int], kind: str) -> None:
+def _free_out(cache: HybridRadixCache, live: _Live, pre_len: int) -> None:
+    assert cache.window is not None
+    start, new = free_out(live.evicted, live.protected, pre_len, cache.window, cache.page_size)
+    cache.pools.free(SWA, new - start)
+    live.evicted = new
+
+
+def _checkpoint(cache: HybridRadixCache, req: Any, live: _Live, branch: int | None) -> None:
+    """After prefill, SGLang inserts the prompt, or up to a branching point the match
+    reported (``checkpoint_into_tree``, ``unified_radix_cache.py:1164-1330``): the window
+    KV there is live again, for the next request that shares the prefix."""
+    branch = branch if branch is not None and branch > live.protected else None
+    cut = min(len(req.prompt), branch) if branch is not None else len(req.prompt)
+    _free_out(cache, live, cut - 1)
+    K = cut // cache.page_size * cache.page_size
+    prompt = np.asarray(req.prompt, dtype=np.int64)
+    r = cache.insert(prompt[:K], prev_prefix_len=live.protected, priority=req.priority,
+                     swa_evicted_len=live.evicted)  # fmt: skip
+    cache.dec_lock_ref(live.lock)
+    live.lock = cache.inc_lock_ref(r.node)
+    live.protected = K
+    if branch is not None and branch <= K:
+        _free_out(cache, live, len(req.prompt))
+
+
+def _finish(cache: HybridRadixCache, req: Any, live: _Live, kind: str) -> None:
     """Insert what the request computed, free what the tree did not take, unlock."""
-    hit, lock, need = state
     P = cache.page_size
     tokens = np.asarray(req.tokens(), dtype=np.int64)
     end = len(tokens) // P * P
-    floor = 0
     if kind == "swa":
-        assert cache.window is not None
-        floor, freed = window_floor(hit, len(tokens), cache.window, P)
-        cache.pools.free(SWA, freed)
+        _free_out(cache, live, len(tokens) - 1)  # what decode freed
     elif kind == "mamba":
         end = state_len(len(req.prompt), len(tokens), P)
-    cache.insert(tokens[:end], prev_prefix_len=hit, priority=req.priority,
-                 swa_evicted_len=floor, mamba_state=kind == "mamba")  # fmt: skip
-    tail = hit + need - max(end, hit)
+    cache.insert(tokens[:end], prev_prefix_len=live.protected, inserted_len=live.protected,
+                 priority=req.priority, swa_evicted_len=live.evicted,
+                 mamba_state=kind == "mamba")  # fmt: skip
+    tail = live.end - max(end, live.protected)
     cache.pools.free(FULL, tail)
     if kind == "swa":
         cache.pools.free(SWA, tail)
-    cache.dec_lock_ref(lock)
+    cache.dec_lock_ref(live.lock)
 
 
 @dataclass(frozen=True)

@@ -52,20 +52,32 @@ def ceil_page(n: int, page: int) -> int:
     return -(-n // page) * page
 
 
-def window_floor(hit: int, total: int, window: int, page: int) -> tuple[int, int]:
-    """(E, k): the request's window floor after decode and how many window slots it freed.
+def free_out(evicted: int, protected: int, pre_len: int, window: int, page: int
+             ) -> tuple[int, int]:  # fmt: skip
+    """(start, new): the request's window KV it frees itself, ``[start, new)``.
 
-    SGLang's ``free_swa_out_of_window_slots`` (``mem_cache/common.py:75-140``) with the
-    request's evicted length starting at 0 and its protected prefix at ``hit``.
+    SGLang's ``free_swa_out_of_window_slots`` (``mem_cache/common.py:75-140``): once
+    ``pre_len`` is a window past the floor, free from ``max(floor, protected)`` up to
+    ``max(window, page)`` rounded up to pages behind ``pre_len``. The new floor is ``new``.
     """
-    if total - window < 1:
-        return 0, 0
-    floor = hit
-    threshold = total - ceil_page(max(window, page), page)
-    new = max(floor, threshold) // page * page
-    if new > floor:
-        return new, new - floor
-    return floor, 0
+    if pre_len - window < evicted + 1:
+        return evicted, evicted
+    start = max(evicted, protected)
+    new = max(start, pre_len - ceil_page(max(window, page), page)) // page * page
+    return (start, new) if new > start else (start, start)
+
+
+@dataclass
+class Live:
+    """A request in flight: its match, lock, row and how much of it the tree owns."""
+
+    hit: int
+    node: Any
+    lock: Any
+    row: Any  # SGLang: its slot indices; radix-evict: how many slots it allocated
+    state: Any = None
+    protected: int = 0  # the prefix the tree owns (the match, then the checkpoint)
+    evicted: int = 0  # its window floor
 
 
 def state_len(prompt: int, total: int, page: int, grid: int, interval: int = 256) -> int:
@@ -135,7 +147,8 @@ class SGLangSide:
 
         m = self.cache.match_prefix(MatchPrefixParams(key=self._key(req.prompt)))
         hit, node = m.device_prefix_len, m.last_device_node
-        step.ops.append(("match", hit, m.full_kv_hit_length))
+        branch = m.swa_branching_seqlen if self.kind == "swa" else m.mamba_branching_seqlen
+        step.ops.append(("match", hit, m.full_kv_hit_length, branch))
         lock = self.cache.inc_lock_ref(node)
         tc = self.cache.tree_core
         prefix = tc.collect_full_device_indices(node, tc.root_node.id)
@@ -155,8 +168,41 @@ class SGLangSide:
             step.ops.append(("refused",))
             return
         new, state = self._alloc(need)
-        self.live[req.rid] = (hit, node, lock, torch.cat([prefix, new]), state)
+        live = Live(hit, node, lock, torch.cat([prefix, new]), state, protected=hit)
+        self.live[req.rid] = live
         step.ops.append(("admitted", need))
+        if self.kind == "swa":
+            self._prefill_checkpoint(req, live, m.swa_branching_seqlen, step)
+
+    def _free_out(self, live: Live, pre_len: int) -> None:
+        start, new = free_out(live.evicted, live.protected, pre_len, self.window, self.page)
+        if new > start:
+            self.alloc.free_swa_segment(live.row[start:new], start_pos=start)
+        live.evicted = new
+
+    def _prefill_checkpoint(self, req: Request, live: Live, branch: int | None,
+                            step: Step) -> None:  # fmt: skip
+        """SGLang's checkpoint after prefill (``checkpoint_into_tree``), window models."""
+        from sglang.srt.mem_cache.base_prefix_cache import InsertParams
+
+        branch = branch if branch is not None and branch > live.protected else None
+        cut = min(len(req.prompt), branch) if branch is not None else len(req.prompt)
+        self._free_out(live, cut - 1)
+        K = cut // self.page * self.page
+        ip = InsertParams(key=self._key(req.prompt[:K]), value=live.row[:K].clone(),
+                          prev_prefix_len=live.protected, priority=req.priority,
+                          swa_branching_seqlen=branch)  # fmt: skip
+        ip.set_evicted_seqlen(self.CT.SWA, live.evicted)
+        r = self.cache.insert(ip)
+        step.ops.append(("checkpoint", r.prefix_len, bool(r.swa_branch_inserted)))
+        new_node = r.last_device_node
+        idx = self.cache.path_device_indices(new_node)
+        live.row[live.protected : len(idx)] = idx[live.protected :]
+        self.cache.dec_lock_ref(live.node, live.lock.to_dec_params())
+        live.node, live.lock = new_node, self.cache.inc_lock_ref(new_node)
+        live.protected = len(idx)
+        if r.swa_branch_inserted:
+            self._free_out(live, len(req.prompt))
 
     def _alloc(self, need: int) -> tuple[torch.Tensor, Any]:
         if self.kind == "swa":
@@ -170,26 +216,25 @@ class SGLangSide:
     def finish(self, req: Request, step: Step) -> None:
         from sglang.srt.mem_cache.base_prefix_cache import InsertParams
 
-        hit, node, lock, row, state = self.live.pop(req.rid)
+        live = self.live.pop(req.rid)
+        row, state = live.row, live.state
         tokens = np.concatenate([req.prompt, req.out])
         L = len(tokens) // self.page * self.page
-        E = 0
         if self.kind == "swa":
-            E, k = window_floor(hit, len(tokens), self.window, self.page)
-            if k:
-                self.alloc.free_swa_segment(row[hit:E], start_pos=hit)
+            self._free_out(live, len(tokens) - 1)  # what decode freed
         else:
             L = state_len(len(req.prompt), len(tokens), self.page, self.grid)
-        ip = InsertParams(key=self._key(tokens[:L]), value=row[:L], prev_prefix_len=hit,
-                          priority=req.priority, mamba_value=state)  # fmt: skip
-        ip.set_evicted_seqlen(self.CT.SWA, E)
+        ip = InsertParams(key=self._key(tokens[:L]), value=row[:L], priority=req.priority,
+                          prev_prefix_len=live.protected, inserted_len=live.protected,
+                          mamba_value=state)  # fmt: skip
+        ip.set_evicted_seqlen(self.CT.SWA, live.evicted)
         r = self.cache.insert(ip)
         step.ops.append(("insert", r.prefix_len, bool(r.mamba_exist) and self.kind == "mamba"))
         if self.kind == "mamba" and r.mamba_exist:
             self.rtp.mamba_allocator.free(state)
-        if len(row) > max(L, hit):
-            self.alloc.free(row[max(L, hit) :])
-        self.cache.dec_lock_ref(node, lock.to_dec_params())
+        if len(row) > max(L, live.protected):
+            self.alloc.free(row[max(L, live.protected) :])
+        self.cache.dec_lock_ref(live.node, live.lock.to_dec_params())
 
 
 def _swa_allocator(full: int, swa: int, page: int) -> Any:
@@ -262,7 +307,7 @@ class RadixEvictSide:
     def arrive(self, req: Request, step: Step) -> None:
         m = self.cache.match_prefix(req.prompt)
         hit = m.prefix_len
-        step.ops.append(("match", hit, m.full_prefix_len))
+        step.ops.append(("match", hit, m.full_prefix_len, m.branching_len))
         lock = self.cache.inc_lock_ref(m.node)
         need = ceil_page(len(req.prompt) + len(req.out) - hit, self.page)
         aux_need = need if self.kind == "swa" else 1
@@ -278,29 +323,52 @@ class RadixEvictSide:
             return
         self.pools.alloc(0, need)
         self.pools.alloc(self.aux, aux_need)
-        self.live[req.rid] = (hit, lock, need)
+        live = Live(hit, m.node, lock, hit + need, protected=hit)
+        self.live[req.rid] = live
         step.ops.append(("admitted", need))
+        if self.kind == "swa":
+            self._prefill_checkpoint(req, live, m.branching_len, step)
+
+    def _free_out(self, live: Live, pre_len: int) -> None:
+        start, new = free_out(live.evicted, live.protected, pre_len, self.window, self.page)
+        self.pools.free(1, new - start)
+        live.evicted = new
+
+    def _prefill_checkpoint(self, req: Request, live: Live, branch: int | None,
+                            step: Step) -> None:  # fmt: skip
+        branch = branch if branch is not None and branch > live.protected else None
+        cut = min(len(req.prompt), branch) if branch is not None else len(req.prompt)
+        self._free_out(live, cut - 1)
+        K = cut // self.page * self.page
+        r = self.cache.insert(req.prompt[:K], prev_prefix_len=live.protected,
+                              priority=req.priority, swa_evicted_len=live.evicted)  # fmt: skip
+        inserted = branch is not None and branch <= K
+        step.ops.append(("checkpoint", r.prefix_len, inserted))
+        self.cache.dec_lock_ref(live.lock)
+        live.node, live.lock = r.node, self.cache.inc_lock_ref(r.node)
+        live.protected = K
+        if inserted:
+            self._free_out(live, len(req.prompt))
 
     def finish(self, req: Request, step: Step) -> None:
-        hit, lock, need = self.live.pop(req.rid)
+        live = self.live.pop(req.rid)
         tokens = np.concatenate([req.prompt, req.out])
         L = len(tokens) // self.page * self.page
-        E = 0
         if self.kind == "swa":
-            E, k = window_floor(hit, len(tokens), self.window, self.page)
-            self.pools.free(1, k)
+            self._free_out(live, len(tokens) - 1)
         else:
             L = state_len(len(req.prompt), len(tokens), self.page, self.grid)
         mamba = self.kind == "mamba"
-        r = self.cache.insert(tokens[:L], prev_prefix_len=hit, priority=req.priority,
-                              swa_evicted_len=E, mamba_state=mamba)  # fmt: skip
+        r = self.cache.insert(tokens[:L], prev_prefix_len=live.protected, priority=req.priority,
+                              inserted_len=live.protected, swa_evicted_len=live.evicted,
+                              mamba_state=mamba)  # fmt: skip
         step.ops.append(("insert", r.prefix_len, r.mamba_exist and mamba))
-        tail = hit + need - max(L, hit)
+        tail = live.row - max(L, live.protected)
         if tail:
             self.pools.free(0, tail)
             if self.kind == "swa":
                 self.pools.free(1, tail)
-        self.cache.dec_lock_ref(lock)
+        self.cache.dec_lock_ref(live.lock)
 
 
 def replay(side: Any, events: list[tuple[str, Request]]) -> Iterator[Step]:

@@ -55,6 +55,7 @@ class LockReceipt:
 class HybridInsert:
     prefix_len: int  # tokens of the key already in the tree
     mamba_exist: bool  # the end node already had a state: the caller's was freed
+    node: HybridNode  # where the key ends now (a checkpoint moves its lock here)
 
 
 class HybridRadixCache:

@@ -50,7 +50,7 @@ def run_insert(
     if len(key) == 0:
         if mamba_state:
             cache.pools.free(MAMBA, 1)  # nothing to attach it to
-        return HybridInsert(0, True)
+        return HybridInsert(0, True, root)
     node, total = root, 0
     while len(key) and cache._child_key(key) in node.children:
         child = node.children[cache._child_key(key)]
@@ -77,7 +77,7 @@ def run_insert(
         )
     if new_leaf and total + len(target.key) > inserted:
         target.hit_count += 1
-    return HybridInsert(total, mamba_exist)
+    return HybridInsert(total, mamba_exist, target)
 
 
 def _overlap(cache: HybridRadixCache, walk: _Walk, node: HybridNode, m: int, total: int) -> None:

@@ -6,9 +6,9 @@ import pytest
 
 from radix_evict.sim.hybrid_replay import (
     build_spec,
+    free_out,
     replay_hybrid,
     state_len,
-    window_floor,
 )
 from radix_evict.sim.models.presets import preset
 from radix_evict.sim.replay import replay
@@ -52,9 +52,11 @@ def test_pools_from_bytes_or_tokens() -> None:
 
 
 def test_operation_rules() -> None:
-    assert window_floor(hit=0, total=100, window=128, page=1) == (0, 0)  # never past the window
-    assert window_floor(hit=16, total=300, window=128, page=16) == (160, 144)
-    assert window_floor(hit=200, total=300, window=128, page=16) == (200, 0)
+    # (start, new): the request frees [start, new) of its own window KV
+    assert free_out(0, 0, pre_len=100, window=128, page=1) == (0, 0)  # not a window past yet
+    assert free_out(0, 16, pre_len=299, window=128, page=16) == (16, 160)
+    assert free_out(0, 200, pre_len=299, window=128, page=16) == (200, 200)  # the tree's part
+    assert free_out(160, 16, pre_len=299, window=128, page=16) == (160, 160)
     assert state_len(prompt=100, total=130, page=1) == 130
     assert state_len(prompt=100, total=130, page=16) == 64
     assert state_len(prompt=100, total=600, page=16) == 512
