@@ -7,8 +7,9 @@ decisions match SGLang's own tree):
     arrive:  match the prompt; lock; evict each component's shortfall
              (full and window: the tokens the request needs; Mamba: one state);
              allocate, or count a refused admission
-             window: checkpoint after prefill: insert the prompt, or up to the
-             branching point the match reported, and move the lock there
+             checkpoint after prefill: window: insert the prompt, or up to the
+             branching point the match reported; Mamba: the prompt to its tracked
+             point, with a copy of the state; the lock moves to where it ended
     finish:  window: the request's window KV that fell behind the window during
              decode is freed first (SGLang's ``free_swa_out_of_window_slots``)
              Mamba: the key is cut to where the request's last state was saved
@@ -195,6 +196,8 @@ def replay_hybrid(workload: Workload, spec: HybridSpec, policy: str,
         live[req.rid] = state = _Live(lock, m.prefix_len + need, m.prefix_len)
         if kind == "swa":
             _checkpoint(cache, req, state, m.branching_len)
+        elif kind == "mamba":
+            _state_checkpoint(cache, req, state)
         hits.append(m.prefix_len)
         full_hits += m.full_prefix_len
         uncached.append(len(prompt) - m.prefix_len)
@@ -231,6 +234,26 @@ def _checkpoint(cache: HybridRadixCache, req: Any, live: _Live, branch: int | No
     live.protected = K
     if branch is not None and branch <= K:
         _free_out(cache, live, len(req.prompt))
+
+
+def _state_checkpoint(cache: HybridRadixCache, req: Any, live: _Live) -> None:
+    """After prefill the tree gets a copy of the state at the prompt's tracked point, in a
+    slot of its own, evicting a state for it if it must (``components/mamba.py:527-554``)."""
+    P = cache.page_size
+    K = len(req.prompt) if P == 1 else len(req.prompt) // cache.mamba_grid * cache.mamba_grid
+    if live.protected >= K:
+        return
+    if not cache.pools.can_alloc(MAMBA, 1):
+        cache.evict(mamba=1)
+        if not cache.pools.can_alloc(MAMBA, 1):
+            return
+    cache.pools.alloc(MAMBA, 1)
+    prompt = np.asarray(req.prompt, dtype=np.int64)
+    r = cache.insert(prompt[:K], prev_prefix_len=live.protected, priority=req.priority,
+                     mamba_state=True)  # fmt: skip
+    cache.dec_lock_ref(live.lock)
+    live.lock = cache.inc_lock_ref(r.node)
+    live.protected = K
 
 
 def _finish(cache: HybridRadixCache, req: Any, live: _Live, kind: str) -> None:

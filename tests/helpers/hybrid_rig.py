@@ -94,6 +94,12 @@ def state_len(prompt: int, total: int, page: int, grid: int, interval: int = 256
     return max(prompt // grid * grid, total // track * track)
 
 
+def prefill_state_len(prompt: int, page: int, grid: int) -> int:
+    """Where prefill leaves a state to checkpoint: the prompt's end at page 1 (no extra
+    buffer), else its last ``grid``-aligned point (``mamba_last_track_seqlen``)."""
+    return prompt if page == 1 else prompt // grid * grid
+
+
 # --------------------------------------------------------------------------- SGLang
 class SGLangSide:
     """SGLang's unified tree over its own allocators (CPU, index-only use)."""
@@ -173,12 +179,46 @@ class SGLangSide:
         step.ops.append(("admitted", need))
         if self.kind == "swa":
             self._prefill_checkpoint(req, live, m.swa_branching_seqlen, step)
+        else:
+            self._state_checkpoint(req, live, step)
 
     def _free_out(self, live: Live, pre_len: int) -> None:
         start, new = free_out(live.evicted, live.protected, pre_len, self.window, self.page)
         if new > start:
             self.alloc.free_swa_segment(live.row[start:new], start_pos=start)
         live.evicted = new
+
+    def _state_checkpoint(self, req: Request, live: Live, step: Step) -> None:
+        """Mamba: after prefill the tree gets a copy of the state at the prompt's tracked
+        point, in a slot of its own (``components/mamba.py:527-554, 604-682``)."""
+        from sglang.srt.mem_cache.base_prefix_cache import EvictParams, InsertParams
+
+        K = prefill_state_len(len(req.prompt), self.page, self.grid)
+        if live.protected >= K:
+            return
+        slot = self.rtp.mamba_allocator.alloc(1)
+        if slot is None:
+            r = self.cache.evict(EvictParams(num_tokens=0, mamba_num=1))
+            step.ops.append(("evict", 0, 1, r.num_tokens_evicted, r.mamba_num_evicted))
+            slot = self.rtp.mamba_allocator.alloc(1)
+            if slot is None:
+                step.ops.append(("no-state",))
+                return
+        ip = InsertParams(key=self._key(req.prompt[:K]), value=live.row[:K].clone(),
+                          prev_prefix_len=live.protected, priority=req.priority,
+                          mamba_value=slot)  # fmt: skip
+        r = self.cache.insert(ip)
+        step.ops.append(("checkpoint", r.prefix_len, bool(r.mamba_exist)))
+        if r.mamba_exist:
+            self.rtp.mamba_allocator.free(slot)
+        self._move_lock(live, r.last_device_node)
+
+    def _move_lock(self, live: Live, new_node: Any) -> None:
+        idx = self.cache.path_device_indices(new_node)
+        live.row[live.protected : len(idx)] = idx[live.protected :]
+        self.cache.dec_lock_ref(live.node, live.lock.to_dec_params())
+        live.node, live.lock = new_node, self.cache.inc_lock_ref(new_node)
+        live.protected = len(idx)
 
     def _prefill_checkpoint(self, req: Request, live: Live, branch: int | None,
                             step: Step) -> None:  # fmt: skip
@@ -195,12 +235,7 @@ class SGLangSide:
         ip.set_evicted_seqlen(self.CT.SWA, live.evicted)
         r = self.cache.insert(ip)
         step.ops.append(("checkpoint", r.prefix_len, bool(r.swa_branch_inserted)))
-        new_node = r.last_device_node
-        idx = self.cache.path_device_indices(new_node)
-        live.row[live.protected : len(idx)] = idx[live.protected :]
-        self.cache.dec_lock_ref(live.node, live.lock.to_dec_params())
-        live.node, live.lock = new_node, self.cache.inc_lock_ref(new_node)
-        live.protected = len(idx)
+        self._move_lock(live, r.last_device_node)
         if r.swa_branch_inserted:
             self._free_out(live, len(req.prompt))
 
@@ -328,11 +363,31 @@ class RadixEvictSide:
         step.ops.append(("admitted", need))
         if self.kind == "swa":
             self._prefill_checkpoint(req, live, m.branching_len, step)
+        else:
+            self._state_checkpoint(req, live, step)
 
     def _free_out(self, live: Live, pre_len: int) -> None:
         start, new = free_out(live.evicted, live.protected, pre_len, self.window, self.page)
         self.pools.free(1, new - start)
         live.evicted = new
+
+    def _state_checkpoint(self, req: Request, live: Live, step: Step) -> None:
+        K = prefill_state_len(len(req.prompt), self.page, self.grid)
+        if live.protected >= K:
+            return
+        if not self.pools.can_alloc(2, 1):
+            freed = self.cache.evict(mamba=1)
+            step.ops.append(("evict", 0, 1, freed[0], freed[2]))
+            if not self.pools.can_alloc(2, 1):
+                step.ops.append(("no-state",))
+                return
+        self.pools.alloc(2, 1)
+        r = self.cache.insert(req.prompt[:K], prev_prefix_len=live.protected,
+                              priority=req.priority, mamba_state=True)  # fmt: skip
+        step.ops.append(("checkpoint", r.prefix_len, r.mamba_exist))
+        self.cache.dec_lock_ref(live.lock)
+        live.node, live.lock = r.node, self.cache.inc_lock_ref(r.node)
+        live.protected = K
 
     def _prefill_checkpoint(self, req: Request, live: Live, branch: int | None,
                             step: Step) -> None:  # fmt: skip
