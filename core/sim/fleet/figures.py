@@ -123,9 +123,8 @@ def fleet_result(workload: Workload, run: PolicyRun, spec: Any, timing: TimingSp
         records, cost_model=timing.cost_model.name,
         retractions=sum(s.retractions for s in servers),
         peak_queue=max((s.peak_queue for s in servers), default=0), makespan=makespan,
-        busy=math.fsum(s.busy_s for s in servers) if len(servers) > 1 else servers[0].busy_s,
-        in_system_s=(math.fsum(s.in_system_s for s in servers) if len(servers) > 1
-                     else servers[0].in_system_s),
+        busy=math.fsum(s.busy_s for s in servers),  # one replica's: its own, exactly
+        in_system_s=math.fsum(s.in_system_s for s in servers),
         slo_ttft_ms=timing.slo_ttft_ms, slo_tpot_ms=timing.slo_tpot_ms)
     per = [_replica(s, i) for i, s in enumerate(servers)]
     prompts = sum(p.prompt_tokens for p in per)
