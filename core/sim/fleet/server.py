@@ -1,10 +1,13 @@
 """A timed server the fleet steps from outside, the requests routed to it, and the router's view.
 
 :class:`Replica` is today's :class:`~radix_evict.sim.timed.server.Server`
-(its loop body unchanged, :meth:`Replica.poll` is one pass of it) fed by a
-:class:`Feed`: the requests the router sent it, in arrival order. Its
-``run`` is never called: the fleet (:mod:`radix_evict.sim.fleet.replay`)
-polls each replica when the shared clock reaches it.
+fed by a :class:`Feed`: the requests the router sent it, in arrival order.
+Its ``run`` is never called: the fleet (:mod:`radix_evict.sim.fleet.replay`)
+polls each replica when the shared clock reaches it, and :meth:`Replica.poll`
+is one pass of ``run``'s loop, written again here (the one-server loop stays
+as fast as it was; tests/sim/fleet hold the two equal, a fleet of one
+against the one-server replay). Its own additions are bookkeeping only: the
+router's in-flight count and the prefill load its view reports.
 
 One step needs care. A decode segment that could admit the next arrival
 stops there (``decode.py``), and which replica the next arrival goes to is
