@@ -310,8 +310,10 @@ def goals_table(by_part: dict[str, list[Cell]]) -> str:
     saved = saved_of(good)
     lost = adm[0].hit_rate - good.hit_rate
     rows.append((f"admission, host tier at ratio 2, conversation trace: {good.hint} against "
-                 f"{adm[0].hint}", f"{100 * saved:.0f}% fewer writes, {100 * lost:+.2f} points "
-                 "lost", "writes halved, <= 1 point lost", saved >= 0.5 and lost <= 0.01))
+                 f"{adm[0].hint}", f"{100 * saved:.0f}% fewer writes, " + (
+                     f"{100 * lost:.2f} points lost" if lost > 0 else
+                     f"{-100 * lost:.2f} points gained"),
+                 "writes halved, <= 1 point lost", saved >= 0.5 and lost <= 0.01))
     lines = ["| goal | measured | target | met? |", "|---|--:|--:|:-:|"]
     lines += [f"| {g} | {m} | {t} | {'yes' if ok_ else '**no**'} |" for g, m, t, ok_ in rows]
     return "\n".join(lines)
