@@ -15,6 +15,7 @@ assumption, and the table (:mod:`radix_evict.sim.fleet.plan_report`).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,8 +59,6 @@ class PlanSetting:
 
     @property
     def router_config(self) -> dict[str, Any] | None:
-        import json
-
         value = json.loads(self.router_config_json)
         return None if value is None else dict(value)
 

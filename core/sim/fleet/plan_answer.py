@@ -22,7 +22,7 @@ __all__ = ["answer_lines", "compare_line"]
 AXES: tuple[tuple[str, Callable[[PlanSetting], str]], ...] = (
     ("policy", lambda s: s.run.name),
     ("router", lambda s: s.router_label),
-    ("host tier", lambda s: s.host_label),
+    ("host tier", lambda s: s.host_label if s.host is not None else "no host tier"),
 )
 
 

@@ -173,3 +173,22 @@ def test_a_real_plan_on_a_built_in_workload() -> None:
     assert sp.replicas > 1
     assert probe(LRU, sp.replicas).ttft_ms <= slo
     assert probe(LRU, sp.replicas - 1).ttft_ms > slo
+
+
+def test_the_table_shows_counts_past_the_maximum_and_host_tiers() -> None:
+    from radix_evict.cache.host_tier import HostTierSpec
+    from radix_evict.sim.fleet.plan_table import plan_table
+
+    host = PlanSetting.of(PolicyRun("lru"), host=HostTierSpec(tokens=1_000_000))
+    plan = plan_capacity([LRU, host], fake_fleet({"lru": 40}), slo_ttft_ms=1000,
+                         max_replicas=32, percentile=90)
+    t = plan_table(plan)
+    names = [c.name for c in t.columns]
+    assert names[:3] == ["policy", "router", "host"]
+    assert "p90 TTFT" in names and "p99 TTFT" in names
+    assert [row[names.index("replicas")] for row in t.rows] == ["> 32", "> 32"]
+    assert t.rows[0][names.index("host")] == "none"
+    assert "host 1,000,000 tokens" in t.rows[1][names.index("host")]
+    assert plan.answers() == [
+        "no host tier meets p90 TTFT <= 1.00 s within 32 replicas (best reached: no host "
+        "tier, 1.25 s at 32)"]
