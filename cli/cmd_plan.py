@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from radix_evict.sim.fleet.plan import DEFAULT_MAX_REPLICAS, PlanSetting, Probe, ms_text
+from radix_evict.sim.fleet.plan_answer import replicas_text
 from radix_evict.sim.fleet.plan_setup import DEFAULT_ROUTER, PlanRequest, prepare_plan
 from radix_evict.sim.fleet.plan_table import plan_table
 from radix_evict.sim.sweep.values import SweepValueError, counts_of
@@ -100,7 +101,7 @@ def plan(ctx: typer.Context, opts: PlanOptions) -> None:
     def heard(s: PlanSetting, probe: Probe) -> None:
         if opts.progress and not opts.json_out:
             ok = "meets" if probe.ttft_ms <= opts.slo_ttft else "misses"
-            output.note(f"probe {s.label}: {probe.replicas} replicas, {p} TTFT "
+            output.note(f"probe {s.label}: {replicas_text(probe.replicas)}, {p} TTFT "
                         f"{ms_text(probe.ttft_ms)} ({ok})")
 
     result = prepared.run(on_probe=heard)

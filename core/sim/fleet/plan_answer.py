@@ -17,13 +17,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from radix_evict.sim.fleet.plan import CapacityPlan, PlanSetting, SettingPlan
 
-__all__ = ["answer_lines", "compare_line"]
+__all__ = ["answer_lines", "compare_line", "replicas_text"]
 
 AXES: tuple[tuple[str, Callable[[PlanSetting], str]], ...] = (
     ("policy", lambda s: s.run.name),
     ("router", lambda s: s.router_label),
     ("host tier", lambda s: s.host_label if s.host is not None else "no host tier"),
 )
+
+
+def replicas_text(n: int) -> str:
+    """``1 replica``, ``12 replicas``."""
+    return f"{n} replica{'s' * (n != 1)}"
 
 
 def _and(names: Sequence[str]) -> str:
@@ -42,7 +47,7 @@ def compare_line(items: Sequence[tuple[str, SettingPlan]], noun: str, plan: Capa
     if len(items) == 1:
         name, sp = items[0]
         if sp.answer is not None:
-            return (f"{name} needs {sp.replicas} replica{'s' * (sp.replicas != 1)} "
+            return (f"{name} needs {replicas_text(sp.replicas or 0)} "
                     f"({p} TTFT {ms_text(sp.answer.ttft_ms)}; SLO {slo})")
         return f"{name} does not meet {slo} within {cap} replicas{_best_text(sp)}"
     if not met:
@@ -52,10 +57,10 @@ def compare_line(items: Sequence[tuple[str, SettingPlan]], noun: str, plan: Capa
     counts = [sp.replicas or 0 for _, sp in met]
     if not missed and len(set(counts)) == 1:
         both = "both" if len(met) == 2 else "all"
-        return (f"{_and([n for n, _ in met])} {both} need {counts[0]} replicas: no {noun} "
+        return (f"{_and([n for n, _ in met])} {both} need {replicas_text(counts[0])}: no {noun} "
                 "changes the count")
     first, fewest = met[0][0], counts[0]
-    parts = [f"{first} needs {fewest} replica{'s' * (fewest != 1)}"]
+    parts = [f"{first} needs {replicas_text(fewest)}"]
     parts += [f"{name} {sp.replicas}" for name, sp in met[1:]]
     parts += [f"{name} more than {cap}" for name, _ in missed]
     if missed:

@@ -18,7 +18,7 @@ def plan_table(plan: CapacityPlan) -> TextTable:
     p = f"p{plan.percentile}"
     hosts = any(sp.setting.host is not None for sp in plan.settings)
     t = TextTable(f"capacity plan: fewest replicas for {plan.slo_text}",
-                  caption="GPU-hours: replicas x the trace's makespan; figures at the count "
+                  caption="GPU-hours: replicas x the replay's makespan; figures at the count "
                           "(or, past the maximum, at the best probe)")
     for name in ("policy", "router", *(["host"] if hosts else [])):
         t.add_column(name, overflow="fold")

@@ -192,3 +192,10 @@ def test_the_table_shows_counts_past_the_maximum_and_host_tiers() -> None:
     assert plan.answers() == [
         "no host tier meets p90 TTFT <= 1.00 s within 32 replicas (best reached: no host "
         "tier, 1.25 s at 32)"]
+
+
+def test_one_replica_is_singular() -> None:
+    plan = plan_capacity([LRU, TLRU], fake_fleet({"lru": 1, "tlru": 1}), slo_ttft_ms=1000)
+    assert plan.answers() == ["lru and tlru both need 1 replica: no policy changes the count"]
+    solo = plan_capacity([LRU], fake_fleet({"lru": 1}), slo_ttft_ms=1000)
+    assert solo.answers() == ["lru needs 1 replica (p99 TTFT 1.00 s; SLO p99 TTFT <= 1.00 s)"]
