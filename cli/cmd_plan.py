@@ -6,28 +6,21 @@ options, searches and assembles the table; this module reads options and renders
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from radix_evict.sim.fleet.plan import DEFAULT_MAX_REPLICAS, PlanSetting, Probe, ms_text
-from radix_evict.sim.fleet.plan_answer import replicas_text
+from radix_evict.sim.fleet.plan import DEFAULT_MAX_REPLICAS, PlanSetting, Probe, probe_line
 from radix_evict.sim.fleet.plan_setup import DEFAULT_ROUTER, PlanRequest, prepare_plan
 from radix_evict.sim.fleet.plan_table import plan_table
-from radix_evict.sim.sweep.values import SweepValueError, counts_of
 
 from . import output
 from .command import options_command, plain
-from .errors import EXIT_USAGE, CliError, mark_json
+from .errors import mark_json
 from .simulate_report import render
-
-Texts = list[str] | None
-
-
-def _opt(*names: str, help: str, **kw: Any) -> Any:
-    return typer.Option(*names, help=help, **kw)
+from .sweep_options import Texts, _opt
 
 
 @dataclass(frozen=True)
@@ -91,18 +84,11 @@ def plan(ctx: typer.Context, opts: PlanOptions) -> None:
     answer: how many GPUs a policy (router, host tier) saves.
     """
     mark_json(ctx.obj, opts.json_out)
-    try:
-        hosts = counts_of(opts.host_tokens, "--host-tokens")
-    except SweepValueError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
-    prepared = prepare_plan(replace(plain(opts, PlanRequest), host_tokens=hosts))
-    p = f"p{opts.percentile}"
+    prepared = prepare_plan(plain(opts, PlanRequest))
 
     def heard(s: PlanSetting, probe: Probe) -> None:
         if opts.progress and not opts.json_out:
-            ok = "meets" if probe.ttft_ms <= opts.slo_ttft else "misses"
-            output.note(f"probe {s.label}: {replicas_text(probe.replicas)}, {p} TTFT "
-                        f"{ms_text(probe.ttft_ms)} ({ok})")
+            output.note(probe_line(s, probe, opts.slo_ttft, opts.percentile))
 
     result = prepared.run(on_probe=heard)
     if opts.json_out:

@@ -31,7 +31,7 @@ from radix_evict.sim.timed.spec import TimingSpec
 from radix_evict.sim.workloads import Workload
 
 __all__ = ["CapacityPlan", "FleetProbe", "PlanProbeError", "PlanSetting", "Probe", "ProbeFn",
-           "SettingPlan", "plan_capacity", "probe_of"]
+           "SettingPlan", "plan_capacity", "probe_line", "probe_of"]
 
 DEFAULT_MAX_REPLICAS = 256
 DEFAULT_PERCENTILE = 99
@@ -196,6 +196,15 @@ class CapacityPlan:
         return {"slo_ttft_ms": self.slo_ttft_ms, "percentile": self.percentile,
                 "max_replicas": self.max_replicas, "answers": self.answers(),
                 "notes": self.notes(), "settings": [s.to_json() for s in self.settings]}
+
+
+def probe_line(setting: PlanSetting, probe: Probe, slo_ttft_ms: float, percentile: int) -> str:
+    """``probe lru, cache_aware: 8 replicas, p99 TTFT 8.90 s (meets)``: a probe as it finishes."""
+    from radix_evict.sim.fleet.plan_answer import replicas_text
+
+    ok = "meets" if probe.meets(slo_ttft_ms) else "misses"
+    return (f"probe {setting.label}: {replicas_text(probe.replicas)}, p{percentile} TTFT "
+            f"{ms_text(probe.ttft_ms)} ({ok})")
 
 
 def ms_text(ms: float) -> str:

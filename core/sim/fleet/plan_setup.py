@@ -30,7 +30,7 @@ from radix_evict.sim.host import build_host, check_host_fits, check_transfer
 from radix_evict.sim.preflight import check_pool, check_workload_pools
 from radix_evict.sim.setup import build_runs, build_trace, build_workloads
 from radix_evict.sim.sweep.fleet_axes import check_router, parse_router
-from radix_evict.sim.sweep.values import SweepValueError
+from radix_evict.sim.sweep.values import SweepValueError, counts_of
 from radix_evict.sim.timed.options import DEFAULT_OBJECTIVE, build_timing, check_page
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload
 from radix_evict.sim.workloads.select import parse_params
@@ -53,7 +53,7 @@ class PlanRequest:
     policy: list[str] | None = None
     config: list[str] | None = None
     router: list[str] | None = None
-    host_tokens: list[int] | None = None
+    host_tokens: list[str] | None = None  # sizes as written: N1,N2 with K/M/G (0: none)
     pool_tokens: int | None = None
     page_size: int = 1
     cost_model: str | None = None
@@ -76,10 +76,14 @@ def _routers(values: Sequence[str]) -> list[tuple[str, dict[str, Any] | None]]:
     return out
 
 
-def _hosts(values: Sequence[int] | None) -> list[HostTierSpec | None]:
+def _hosts(values: Sequence[str] | None) -> list[HostTierSpec | None]:
     """``--host-tokens`` values (0: no host tier), each a host tier's setting."""
+    try:
+        sizes = counts_of(values, "--host-tokens") or [0]
+    except SweepValueError as exc:
+        raise OptionError(str(exc)) from None
     out: list[HostTierSpec | None] = []
-    for t in dict.fromkeys(values or [0]):
+    for t in dict.fromkeys(sizes):
         out.append(None if t == 0 else build_host(
             host_tokens=t, hicache_ratio=None, write_policy=None, write_threshold=None,
             host_policy=None, host_config=None))
