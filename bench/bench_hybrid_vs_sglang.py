@@ -5,7 +5,8 @@
 
 Both sides replay the same multi-turn chat (``tests/helpers/sglang_rig.chat_events``,
 600 conversations = 2,091 requests by default) with the operations of
-``tests/helpers/hybrid_rig.py``: SGLang's real ``UnifiedRadixCache`` with its
+``tests/helpers/hybrid_rig.py``: SGLang's real ``UnifiedRadixCache`` (its Python and
+its Rust tree core, ``--backends``) with its
 ``SWAComponent`` or ``MambaComponent`` over its own allocators on CPU, and
 radix-evict's ``HybridRadixCache``. After every event the two must agree on every
 operation's result and on the pools and ledgers per component. Each row prints
@@ -31,12 +32,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 
-def run(kind: str, page: int, a: argparse.Namespace, events: list) -> dict[str, Any]:
+def run(kind: str, page: int, backend: str, a: argparse.Namespace, events: list
+        ) -> dict[str, Any]:  # fmt: skip
     from helpers import hybrid_rig as rig
 
     full, aux = (a.full, a.swa) if kind == "swa" else (a.full, a.states)
-    sides = [cls(kind, full, aux, page, a.window, a.policy, a.mamba_grid)
-             for cls in (rig.SGLangSide, rig.RadixEvictSide)]  # fmt: skip
+    shape = (kind, full, aux, page, a.window, a.policy, a.mamba_grid)
+    sides = [rig.SGLangSide(*shape, backend=backend), rig.RadixEvictSide(*shape)]
     steps: list[list[Any]] = []
     seconds = []
     for side in sides:
@@ -51,7 +53,8 @@ def run(kind: str, page: int, a: argparse.Namespace, events: list) -> dict[str, 
     ops = [op for s in steps[1] for op in s.ops]
     seen = Counter(op[0] for op in ops)
     return {
-        "kind": kind, "page": page, "policy": a.policy, "full": full, "aux": aux,
+        "kind": kind, "page": page, "backend": backend, "policy": a.policy, "full": full,
+        "aux": aux,
         "window": a.window if kind == "swa" else None, "events": len(events),
         "requests": seen["match"], "equal": first_diff is None, "first_diff": first_diff,
         "evictions": seen["evict"], "aux_short_evictions": sum(
@@ -68,6 +71,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kinds", default="swa,mamba")
     p.add_argument("--pages", default="1,16")
+    p.add_argument("--backends", default="python,rust", help="SGLang's tree cores to compare")
     p.add_argument("--convs", type=int, default=600)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--policy", default="lru")
@@ -90,13 +94,15 @@ def main() -> int:
 
     _install()
     events = chat_events(convs=a.convs, seed=a.seed)
-    rows = [run(k, int(pg), a, events) for k in a.kinds.split(",") for pg in a.pages.split(",")]
+    rows = [run(k, int(pg), b, a, events) for k in a.kinds.split(",")
+            for pg in a.pages.split(",") for b in a.backends.split(",")]  # fmt: skip
     print(
-        f"{'kind':6} {'page':>4} {'requests':>8} {'equal':>6} {'evict':>6} {'aux-ev':>6} "
+        f"{'kind':6} {'page':>4} {'core':6} {'requests':>8} {'equal':>6} {'evict':>6} "
+        f"{'aux-ev':>6} "
         f"{'refused':>7} {'cut':>5} {'hit tok':>9} {'full-only':>9} {'SGLang s':>8} {'r-e s':>6}"
     )
     for r in rows:
-        print(f"{r['kind']:6} {r['page']:>4} {r['requests']:>8} {r['equal']!s:>6} "
+        print(f"{r['kind']:6} {r['page']:>4} {r['backend']:6} {r['requests']:>8} {r['equal']!s:>6} "
               f"{r['evictions']:>6} {r['aux_short_evictions']:>6} {r['refused']:>7} "
               f"{r['cut_by_aux']:>5} {r['hit_tokens']:>9} {r['full_only_hit_tokens']:>9} "
               f"{r['sglang_s']:>8} {r['radix_evict_s']:>6}")  # fmt: skip

@@ -105,7 +105,8 @@ class SGLangSide:
     """SGLang's unified tree over its own allocators (CPU, index-only use)."""
 
     def __init__(self, kind: str, full: int, aux: int, page: int, window: int, policy: str,
-                 mamba_grid: int, states_cap: int = -1) -> None:  # fmt: skip
+                 mamba_grid: int, states_cap: int = -1, backend: str = "python",
+                 ) -> None:  # fmt: skip
         from sglang.srt.mem_cache.cache_init_params import CacheInitParams
         from sglang.srt.mem_cache.unified_cache.components.base import ComponentType
         from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
@@ -126,7 +127,7 @@ class SGLangSide:
         params = CacheInitParams(
             disable=False, req_to_token_pool=rtp, token_to_kv_pool_allocator=self.alloc,
             page_size=page, sliding_window_size=window if kind == "swa" else None,
-            tree_components=comps, tree_core_backend="python", eviction_policy=policy,
+            tree_components=comps, tree_core_backend=backend, eviction_policy=policy,
             enable_mamba_extra_buffer=(kind == "mamba" and page > 1),
         )  # fmt: skip
         self.cache = UnifiedRadixCache(params)
@@ -156,8 +157,7 @@ class SGLangSide:
         branch = m.swa_branching_seqlen if self.kind == "swa" else m.mamba_branching_seqlen
         step.ops.append(("match", hit, m.full_kv_hit_length, branch))
         lock = self.cache.inc_lock_ref(node)
-        tc = self.cache.tree_core
-        prefix = tc.collect_full_device_indices(node, tc.root_node.id)
+        prefix = self.cache.path_device_indices(node)
         need = ceil_page(len(req.prompt) + len(req.out) - hit, self.page)
         free_full, free_aux = self.free_counts()
         aux_need = need if self.kind == "swa" else 1

@@ -1,6 +1,7 @@
 """radix-evict's hybrid cache decides what SGLang 0.5.23's unified tree decides, event by event.
 
-SGLang's real ``UnifiedRadixCache`` with its ``SWAComponent`` (over its
+SGLang's real ``UnifiedRadixCache`` (its Python tree core, and on the long streams its
+Rust one too) with its ``SWAComponent`` (over its
 ``SWATokenToKVPoolAllocator``) or its ``MambaComponent`` (over its
 ``HybridReqToTokenPool``) replays a multi-turn chat beside radix-evict's
 ``HybridRadixCache``; after every arrival and every finish both must agree on
@@ -40,8 +41,8 @@ def rig() -> Any:
 
 
 def compare(rig: Any, kind: str, events: list, full: int, aux: int, page: int, window: int,
-            policy: str) -> Counter:  # fmt: skip
-    sg = rig.SGLangSide(kind, full, aux, page, window, policy, MAMBA_GRID)
+            policy: str, backend: str = "python") -> Counter:  # fmt: skip
+    sg = rig.SGLangSide(kind, full, aux, page, window, policy, MAMBA_GRID, backend=backend)
     rx = rig.RadixEvictSide(kind, full, aux, page, window, policy, MAMBA_GRID)
     seen: Counter = Counter()
     for i, (a, b) in enumerate(zip(rig.replay(sg, events), rig.replay(rx, events), strict=True)):
@@ -60,9 +61,10 @@ def compare(rig: Any, kind: str, events: list, full: int, aux: int, page: int, w
     return seen
 
 
+@pytest.mark.parametrize("backend", ["python", "rust"])
 @pytest.mark.parametrize("page", [1, 16])
-def test_swa_long_stream(rig: Any, page: int) -> None:
-    seen = compare(rig, "swa", LONG, 8000, 3000, page, 256, "lru")
+def test_swa_long_stream(rig: Any, page: int, backend: str) -> None:
+    seen = compare(rig, "swa", LONG, 8000, 3000, page, 256, "lru", backend)
     assert seen["match"] == 2091 and seen["admitted"] == 2091
     assert seen["checkpoint"] == 2091  # every request checkpointed after its prefill
     assert seen["aux-evict"] > 1000 and seen["cut"] > 250  # tombstones matter here
@@ -76,9 +78,10 @@ def test_swa_small_pool(rig: Any, page: int, policy: str) -> None:
     assert seen["refused"] > 0 and seen["evict"] > 200
 
 
+@pytest.mark.parametrize("backend", ["python", "rust"])
 @pytest.mark.parametrize("page", [1, 16])
-def test_mamba_long_stream(rig: Any, page: int) -> None:
-    seen = compare(rig, "mamba", LONG, 8000, 48, page, 0, "lru")
+def test_mamba_long_stream(rig: Any, page: int, backend: str) -> None:
+    seen = compare(rig, "mamba", LONG, 8000, 48, page, 0, "lru", backend)
     assert seen["match"] == 2091 and seen["admitted"] == 2091
     assert seen["aux-evict"] > 800 and seen["cut"] > 1000  # states decide the reusable prefix
 
