@@ -61,6 +61,8 @@ class PlanOptions:
         = None
     jobs: Annotated[int, _opt("--jobs", "-j", min=1, help="Worker processes: probes of several "
                               "settings run at once.")] = 1
+    out: Annotated[Path | None, _opt("--out", "-o", help="Result file (.jsonl, .csv, .parquet): "
+                                     "each probe's sweep row; a rerun reuses them.")] = None
     json_out: Annotated[bool, _opt("--json", help="Print the plan as JSON.")] = False
     progress: Annotated[bool, _opt("--progress/--no-progress", help="A line per probe on "
                                    "stderr.")] = True
@@ -71,7 +73,7 @@ PANELS = {
     "SLO and search": ("slo_ttft", "percentile", "max_replicas", "start_replicas"),
     "Settings": ("policy", "config", "router", "host_tokens"),
     "Replica": ("pool_tokens", "page_size", "cost_model", "max_running"),
-    "Execution and output": ("jobs", "json_out", "progress"),
+    "Execution and output": ("jobs", "out", "json_out", "progress"),
 }
 
 

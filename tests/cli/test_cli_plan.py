@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers.rigs import run_cli
 
 from radix_evict.sim.fleet import plan as plan_mod
-from radix_evict.sim.fleet import plan_setup
+from radix_evict.sim.fleet import plan_cells, plan_setup
 from radix_evict.sim.fleet.plan import PlanSetting, Probe
 
 SMALL = ["-w", "chat", "-P", "convs=4"]
@@ -124,3 +125,35 @@ def test_a_small_real_plan() -> None:
     else:
         assert probes[s["replicas"]]["ttft_ms"] <= 2000
         assert all(p["ttft_ms"] > 2000 for n, p in probes.items() if n < s["replicas"])
+
+
+def test_plan_out_keeps_probes_as_sweep_rows_and_resumes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--out: each probe is a fleet cell's sweep row; a rerun replays nothing it has."""
+    out = tmp_path / "probes.jsonl"
+    args = [*SMALL, "-P", "convs=12", "--slo-ttft", "80", "-p", "lru", "--router", "round_robin",
+            "--max-replicas", "8", "--out", str(out), "--json"]
+    first = run(*args)
+    assert first.exit_code == 0, first.output
+    plan = json.loads(first.stdout)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    probes = plan["settings"][0]["probes"]
+    assert sorted(r["replicas"] for r in rows) == [p["replicas"] for p in probes]
+    assert all(json.loads(r["cell"])["fleet"]["router"] == "round_robin" for r in rows)
+    assert {r["replicas"]: r["ttft_p99_ms"] for r in rows} == {
+        p["replicas"]: p["ttft_ms"] for p in probes}
+
+    def no_replay(*_: Any, **__: Any) -> Any:
+        raise AssertionError("a probe the file has was replayed")
+
+    monkeypatch.setattr(plan_cells, "run_cell", no_replay)
+    again = run(*args)
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout) == plan
+    assert len(out.read_text().splitlines()) == len(rows)
+
+
+def test_plan_out_takes_the_percentiles_rows_hold(tmp_path: Path) -> None:
+    r = run(*SMALL, "--slo-ttft", "80", "--percentile", "95", "--out", str(tmp_path / "p.jsonl"))
+    assert r.exit_code == 2 and "--percentile 95 with --out" in r.output
+    assert not (tmp_path / "p.jsonl").exists()

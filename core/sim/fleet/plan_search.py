@@ -16,7 +16,8 @@ once, and a test can drive it with a fake fleet.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["Probe", "ReplicaSearch"]
 
@@ -32,6 +33,8 @@ class Probe:
     gpu_hours: float  # replicas x makespan of the trace / 3600
     requests: int
     refused: int = 0  # requests no replica could hold (no TTFT; listed, not in the percentile)
+    # the sweep row it came from or goes to (plan --out: radix_evict.sim.fleet.plan_cells)
+    row: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def meets(self, slo_ttft_ms: float) -> bool:
         return self.ttft_ms <= slo_ttft_ms

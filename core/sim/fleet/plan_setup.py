@@ -26,14 +26,17 @@ from radix_evict.sim.fleet.plan import (
     Probe,
     plan_capacity,
 )
+from radix_evict.sim.fleet.plan_cells import ROW_PERCENTILES, CellProbe
 from radix_evict.sim.host import build_host, check_host_fits, check_transfer
 from radix_evict.sim.preflight import check_pool, check_workload_pools
+from radix_evict.sim.reads import path_inputs
 from radix_evict.sim.setup import build_runs, build_trace, build_workloads
 from radix_evict.sim.sweep.fleet_axes import check_router, parse_router
 from radix_evict.sim.sweep.values import SweepValueError, counts_of
 from radix_evict.sim.timed.options import DEFAULT_OBJECTIVE, build_timing, check_page
+from radix_evict.sim.timed.spec import TimingSpec
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD, Workload
-from radix_evict.sim.workloads.select import parse_params
+from radix_evict.sim.workloads.select import params_for, parse_params, trace_params
 
 __all__ = ["DEFAULT_ROUTER", "PlanRequest", "PreparedPlan", "prepare_plan"]
 
@@ -61,6 +64,7 @@ class PlanRequest:
     max_replicas: int = DEFAULT_MAX_REPLICAS
     start_replicas: int = 1  # the first probe: a guess; the search goes below it if it meets
     jobs: int | None = None
+    out: Path | None = None  # a sweep result file: probes kept as fleet cells' rows (resume)
 
 
 def _routers(values: Sequence[str]) -> list[tuple[str, dict[str, Any] | None]]:
@@ -110,13 +114,57 @@ class PreparedPlan:
     settings: list[PlanSetting]
     probe: FleetProbe
     request: PlanRequest
+    cells: CellProbe | None = None  # with --out: probes as sweep cells, kept in the file
 
     def run(self, on_probe: Callable[[PlanSetting, Probe], None] | None = None,
             probe: Callable[[PlanSetting, int], Probe] | None = None) -> CapacityPlan:
-        r = self.request
-        return plan_capacity(self.settings, probe or self.probe, slo_ttft_ms=r.slo_ttft,
-                             percentile=r.percentile, max_replicas=r.max_replicas,
-                             jobs=r.jobs or 1, start=r.start_replicas, on_probe=on_probe)
+        """The plan; with a result file, each new probe's row is written as its round ends
+        (and the file's lock released at the end, however it ends)."""
+        r, cells = self.request, self.cells
+
+        def heard(s: PlanSetting, p: Probe) -> None:
+            if cells is not None:
+                cells.keep(p)
+            if on_probe is not None:
+                on_probe(s, p)
+
+        try:
+            if cells is not None:
+                cells.results.repair()
+            return plan_capacity(self.settings, probe or cells or self.probe,
+                                 slo_ttft_ms=r.slo_ttft, percentile=r.percentile,
+                                 max_replicas=r.max_replicas, jobs=r.jobs or 1,
+                                 start=r.start_replicas, on_probe=heard)
+        finally:
+            if cells is not None:
+                cells.results.close()
+
+
+def _cell_probe(r: PlanRequest, wl: Workload, pool: int, timing: TimingSpec,
+                hosts: Sequence[HostTierSpec | None]) -> CellProbe | None:
+    """``--out``: probes as the sweep's fleet cells, resumed from and kept in the file."""
+    if r.out is None:
+        return None
+    from radix_evict.outputs import refuse_inputs
+    from radix_evict.sim.sweep.cell import Source, page_pool
+    from radix_evict.sim.sweep.store import ResultFile, ResultFileError
+    from radix_evict.sim.sweep.timing_axes import TimingPoint
+
+    params = parse_params(r.param or [])
+    if r.trace is not None:
+        source, seed = Source.trace(r.trace, trace_params(params)), None
+    else:
+        name = r.workload or DEFAULT_WORKLOAD
+        source, seed = Source.workload(name, params_for(name, params, all_mode=False)), r.seed
+    refuse_inputs("--out", r.out, "plan result file", path_inputs("--trace", [r.trace]))
+    point = TimingPoint(r.max_running, None, timing.cost_model, slo_ttft_ms=r.slo_ttft)
+    try:
+        results = ResultFile(r.out, write=True, timed=True,
+                             host=any(h is not None for h in hosts), fleet=True)
+    except ResultFileError as exc:
+        raise OptionError(str(exc)) from None
+    return CellProbe(wl, source, seed, page_pool(pool, r.page_size) or pool, r.page_size,
+                     point, r.percentile, results, None if r.trace is None else source.name)
 
 
 def prepare_plan(r: PlanRequest) -> PreparedPlan:
@@ -125,6 +173,9 @@ def prepare_plan(r: PlanRequest) -> PreparedPlan:
         raise OptionError(f"--slo-ttft must be positive, got {r.slo_ttft}")
     if not 1 <= r.percentile <= 100:
         raise OptionError(f"--percentile must be a whole number in 1..100, got {r.percentile}")
+    if r.out is not None and r.percentile not in ROW_PERCENTILES:
+        raise OptionError(f"--percentile {r.percentile} with --out: a result file's rows hold "
+                          "p50, p90 and p99 TTFT; give one of those")
     if r.max_replicas < 1:
         raise OptionError(f"--max-replicas must be at least 1, got {r.max_replicas}")
     if not 1 <= r.start_replicas <= r.max_replicas:
@@ -149,4 +200,4 @@ def prepare_plan(r: PlanRequest) -> PreparedPlan:
     settings = [PlanSetting.of(run, name, config, host)
                 for host in hosts for name, config in routers for run in runs]
     probe = FleetProbe(wl, pool, r.page_size, timing, r.percentile, r.seed)
-    return PreparedPlan(wl, settings, probe, r)
+    return PreparedPlan(wl, settings, probe, r, _cell_probe(r, wl, pool, timing, hosts))
