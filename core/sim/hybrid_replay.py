@@ -201,6 +201,7 @@ def replay_hybrid(workload: Workload, spec: HybridSpec, policy: str,
         hits.append(m.prefix_len)
         full_hits += m.full_prefix_len
         uncached.append(len(prompt) - m.prefix_len)
+    _check_accounting(cache, live)
     u = np.asarray(uncached or [0], dtype=np.float64)
     return HybridRun(
         policy=policy, requests=len(uncached), admitted=len(hits), failed=failed,
@@ -209,6 +210,23 @@ def replay_hybrid(workload: Workload, spec: HybridSpec, policy: str,
         p50_uncached=float(np.percentile(u, 50)), p99_uncached=float(np.percentile(u, 99)),
         evicted_full=evicted[FULL], evicted_aux=evicted[aux] if aux is not None else 0,
     )  # fmt: skip
+
+
+def _check_accounting(cache: HybridRadixCache, live: dict[Any, _Live]) -> None:
+    """After the last event: no lock held, every slot free or in the tree."""
+    pools = cache.pools
+    if (
+        live
+        or cache.protected != [0, 0, 0]
+        or any(
+            pools.free_count[c] + cache.evictable[c] != pools.size[c] for c in (FULL, SWA, MAMBA)
+        )
+    ):
+        raise RuntimeError(
+            f"hybrid replay accounting: {len(live)} requests unfinished, protected "
+            f"{cache.protected}, free {pools.free_count} + evictable {cache.evictable} "
+            f"!= sizes {pools.size}"
+        )
 
 
 def _free_out(cache: HybridRadixCache, live: _Live, pre_len: int) -> None:

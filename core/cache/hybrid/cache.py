@@ -361,7 +361,13 @@ class HybridRadixCache:
         if self.aux == MAMBA and not mamba_state:
             raise ValueError("a Mamba cache's insert needs the request's state (mamba_state=True)")
         key = np.asarray(tokens, dtype=np.int64)
+        if key.ndim != 1:
+            raise ValueError(f"tokens must be one sequence, got shape {key.shape}")
         key = key[: len(key) // self.page_size * self.page_size]
+        for name, n in (("prev_prefix_len", prev_prefix_len), ("inserted_len", inserted_len),
+                        ("swa_evicted_len", swa_evicted_len)):  # fmt: skip
+            if n < 0:
+                raise ValueError(f"{name} must be >= 0, got {n}")
         if swa_evicted_len % self.page_size:
             raise ValueError(f"swa_evicted_len {swa_evicted_len} is not page-aligned")
         return run_insert(
@@ -398,6 +404,23 @@ class HybridRadixCache:
 
     def protected_size(self, component: int = FULL) -> int:
         return self.protected[component]
+
+    def check(self) -> None:
+        """Raise if the tree's ledgers, leaf set or LRU disagree with its nodes (for tests)."""
+        nodes = [n for n in self.nodes() if n is not self.root]
+        for c in (FULL, SWA, MAMBA):
+            held = sum(self.amount(n, c) for n in nodes)
+            locked = sum(self.amount(n, c) for n in nodes if n.lock[c] > 0)
+            if (held - locked, locked) != (self.evictable[c], self.protected[c]):
+                raise AssertionError(
+                    f"component {c}: nodes hold {held - locked} evictable + {locked} protected,"
+                    f" ledgers say {self.evictable[c]} + {self.protected[c]}"
+                )
+        if {n for n in nodes if self.is_leaf(n)} != self.leaves:
+            raise AssertionError("the evictable-leaf set disagrees with the tree")
+        aux = {n for n in nodes if self.aux is not None and n.has[self.aux]}
+        if aux != set(self.lru.order()) or len(self.lru) != len(aux):
+            raise AssertionError("the auxiliary LRU disagrees with the nodes that hold data")
 
     def nodes(self) -> list[HybridNode]:
         out, stack = [], [self.root]

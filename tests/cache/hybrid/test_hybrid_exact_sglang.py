@@ -50,6 +50,8 @@ def compare(rig: Any, kind: str, events: list, full: int, aux: int, page: int, w
         assert (a.ops, a.ledger) == (b.ops, b.ledger), (
             f"event {i} ({what} request {req.rid}):\n  SGLang      {a.ops} {a.ledger}\n"
             f"  radix-evict {b.ops} {b.ledger}")  # fmt: skip
+        if i % 64 == 0:
+            rx.cache.check()  # radix-evict's ledgers, leaf set and LRU against its nodes
         for op in b.ops:
             seen[op[0]] += 1
             if op[0] == "match" and op[1] < op[2]:
@@ -58,6 +60,10 @@ def compare(rig: Any, kind: str, events: list, full: int, aux: int, page: int, w
                 seen["aux-evict"] += 1
             if op[0] == "checkpoint" and op[2]:
                 seen["branch"] += 1  # the prefill checkpoint stopped at a branching point
+    rx.cache.check()
+    assert rx.cache.protected == [0, 0, 0]  # nothing in flight at the end: no lock left
+    for c in (0, rx.aux):  # every slot free or in the tree: none leaked or freed twice
+        assert rx.pools.free_count[c] + rx.cache.evictable[c] == rx.pools.size[c]
     return seen
 
 

@@ -39,6 +39,7 @@ def add(cache: HybridRadixCache, tokens: np.ndarray, floor: int = 0) -> None:
 
 def check_ledgers(cache: HybridRadixCache) -> None:
     """Per component: the nodes' slots = evictable + protected = pool size - free."""
+    cache.check()
     for c in (FULL, SWA, MAMBA):
         held = sum(cache.amount(n, c) for n in cache.nodes() if n is not cache.root)
         assert held == cache.evictable[c] + cache.protected[c]
@@ -189,9 +190,22 @@ def test_bad_calls_leave_the_cache_as_it_was() -> None:
         cache.insert(np.arange(8), swa_evicted_len=3)
     with pytest.raises(ValueError, match="full must be >= 0"):
         cache.evict(full=-1)
+    with pytest.raises(ValueError, match="prev_prefix_len must be >= 0"):
+        cache.insert(np.arange(8), prev_prefix_len=-4)
+    with pytest.raises(ValueError, match="one sequence"):
+        cache.insert(np.zeros((2, 4), dtype=np.int64))
     with pytest.raises(PoolAccountingError, match="freed twice"):
         cache.pools.free(FULL, 1000)
     assert (cache.evictable, cache.pools.free_count) == before
     mamba = HybridRadixCache(HybridPools(10, 0, 1, 1), mamba=True)
     with pytest.raises(ValueError, match="mamba_state=True"):
         mamba.insert(np.arange(3))
+
+
+def test_check_catches_a_ledger_that_drifted() -> None:
+    cache = swa_cache()
+    add(cache, np.arange(20))
+    cache.check()
+    cache.evictable[SWA] += 1
+    with pytest.raises(AssertionError, match="ledgers say"):
+        cache.check()
