@@ -1,6 +1,7 @@
 """The value of client hints and of host-tier admission, measured (issue #40; docs/hints.md).
 
     python bench/bench_hints.py session      # session-end hints: gap closed, Mooncake traces
+    python bench/bench_hints.py timed        # the same hints, p99 TTFT in the timed replay
     python bench/bench_hints.py agentic      # next-request hints: p99 TTFT, agentic under load
     python bench/bench_hints.py admission    # host writes saved against host hits lost
     python bench/bench_hints.py all --write-docs   # all three, tables written into docs/hints.md
@@ -169,6 +170,51 @@ def run_agentic(log: Callable[[str], None]) -> list[Cell]:
     return cells
 
 
+TIME_SCALE = 6.0  # the results page's: as recorded, the traces arrive faster than one GPU serves
+
+
+def run_timed(log: Callable[[str], None]) -> list[Cell]:
+    """Session-end hints on both Mooncake traces in the timed replay (pool 4M): p99 TTFT."""
+    timing = build_timing(timing=True, seed=0, objective="hit-rate", time_scale=TIME_SCALE)
+    cells: list[Cell] = []
+    for key, fname in TRACE_FILES.items():
+        w = load_trace(TRACES / fname)
+        lru, _ = _timed_trace(w, "lru", timing)
+        cells.append(Cell(key, lru.pool_tokens, "lru", "-", None, None, lru.hit_rate,
+                          p99_ttft_ms=lru.timing.ttft_ms.p99 if lru.timing else None))
+        for cov, err in _grid():
+            r, p = _timed_trace(with_hints(w, _hint("session-end", cov, err)), "session", timing)
+            p99 = r.timing.ttft_ms.p99 if r.timing else None
+            cells.append(Cell(key, r.pool_tokens, "session", "session-end", cov, err, r.hit_rate,
+                              p99_ttft_ms=p99, extra={"trust": round(p.trust.value, 3)}))
+            log(f"timed {key} session coverage {cov:g} error {err:g}: p99 TTFT {p99 or 0:,.0f} ms "
+                f"(lru {lru.timing.ttft_ms.p99 if lru.timing else 0:,.0f})")
+    return cells
+
+
+def _timed_trace(w: Workload, policy: str, timing: Any) -> tuple[ReplayResult, Any]:
+    p = load_policy(policy)
+    return replay(w, p, pool_tokens=GOAL_POOL, page_size=PAGE, timing=timing,
+                  timeline_points=0), p
+
+
+def timed_table(cells: list[Cell]) -> str:
+    """p99 TTFT per coverage x error, each trace (lru for reference)."""
+    lines = [f"Pool 4M, page 512, timestamps stretched {TIME_SCALE:g} times (as on the results "
+             "page), default cost model.", "",
+             "| trace | policy | coverage | error | p99 TTFT ms | vs lru | hit rate | trust |",
+             "|---|---|--:|--:|--:|--:|--:|--:|"]
+    for c in cells:
+        lru = next(x for x in cells if x.workload == c.workload and x.policy == "lru")
+        p99, base = c.p99_ttft_ms or 0.0, lru.p99_ttft_ms or 1.0
+        cov = "-" if c.coverage is None else f"{c.coverage:g}"
+        err = "-" if c.error is None else f"{c.error:g}"
+        lines.append(f"| {c.workload} | {c.policy} | {cov} | {err} | {p99:,.0f} | "
+                     f"{100 * (p99 - base) / base:+.1f}% | {_pct(c.hit_rate)} | "
+                     f"{(c.extra or {}).get('trust', '-')} |")
+    return "\n".join(lines)
+
+
 ADMISSIONS: tuple[tuple[str, str, str | None], ...] = (
     ("write_through", "write_through", None),
     ("write_through + selective", "write_through", "selective"),
@@ -326,6 +372,8 @@ def render(part: str, cells: list[Cell]) -> dict[str, str]:
         return {"agentic": f"{cmd}:\n\n{agentic_table(cells)}"}
     if part == "admission":
         return {"admission": f"{cmd}:\n\n{admission_table(cells)}"}
+    if part == "timed":
+        return {"session-timed": f"{cmd}:\n\n{timed_table(cells)}"}
     out = {}
     for workload in dict.fromkeys(c.workload for c in cells):
         pools = sorted({c.pool for c in cells if c.workload == workload})
@@ -350,7 +398,7 @@ def write_docs(sections: dict[str, str], page: Path = DOCS) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=("session", "agentic", "admission", "all"))
+    ap.add_argument("part", choices=("session", "timed", "agentic", "admission", "all"))
     ap.add_argument("--goal-only", action="store_true",
                     help="session: the 4M pool only (the goal's), not every results-page pool")
     ap.add_argument("--write-docs", action="store_true", help="write the tables into "
@@ -363,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    parts = ("session", "agentic", "admission") if args.part == "all" else (args.part,)
+    parts = ("session", "timed", "agentic", "admission") if args.part == "all" else (args.part,)
     sections: dict[str, str] = {}
     every: dict[str, list[dict[str, Any]]] = {}
     saved = json.loads(args.from_json.read_text(encoding="utf-8")) if args.from_json else {}
@@ -371,8 +419,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.from_json:
             cells = [Cell(**c) for c in saved[part]]
         else:
-            cells = (run_session(args.goal_only, log) if part == "session" else
-                     run_agentic(log) if part == "agentic" else run_admission(log))
+            run = {"session": lambda: run_session(args.goal_only, log),
+                   "timed": lambda: run_timed(log), "agentic": lambda: run_agentic(log),
+                   "admission": lambda: run_admission(log)}[part]
+            cells = run()
         every[part] = [c.__dict__ for c in cells]
         sections.update(render(part, cells))
     if args.part == "all":

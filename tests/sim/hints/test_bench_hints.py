@@ -85,7 +85,7 @@ def test_write_docs_replaces_only_its_section(tmp_path: Path) -> None:
 
 def test_the_hints_page_has_every_section_filled() -> None:
     text = (ROOT / "docs" / "hints.md").read_text(encoding="utf-8")
-    for name in ("session-conversation", "session-synthetic", "session-chat", "agentic",
-                 "admission", "goals"):
+    for name in ("session-conversation", "session-synthetic", "session-chat", "session-timed",
+                 "agentic", "admission", "goals"):
         body = text.split(f"<!-- bench:{name} -->", 1)[1].split(f"<!-- /bench:{name} -->")[0]
         assert "`python bench/bench_hints.py" in body and "|---" in body, name
