@@ -1,8 +1,4 @@
-"""``radix-evict plan``: the fewest replicas each policy (router, host tier) needs for a TTFT SLO.
-
-The library (:mod:`radix_evict.sim.fleet.plan_setup`, ``plan``) checks the
-options, searches and assembles the table; this module reads options and renders.
-"""
+"""``radix-evict plan``: options and rendering; the library (``sim.fleet.plan*``) does the rest."""
 
 from __future__ import annotations
 
@@ -61,6 +57,8 @@ class PlanOptions:
         = None
     jobs: Annotated[int, _opt("--jobs", "-j", min=1, help="Worker processes: probes of several "
                               "settings run at once.")] = 1
+    ray: Annotated[str | None, _opt("--ray", help="Run the probes as Ray tasks, as sweep --ray "
+                                    "(auto, HOST:PORT, ray://..., local).")] = None
     out: Annotated[Path | None, _opt("--out", "-o", help="Result file (.jsonl, .csv, .parquet): "
                                      "each probe's sweep row; a rerun reuses them.")] = None
     json_out: Annotated[bool, _opt("--json", help="Print the plan as JSON.")] = False
@@ -73,7 +71,7 @@ PANELS = {
     "SLO and search": ("slo_ttft", "percentile", "max_replicas", "start_replicas"),
     "Settings": ("policy", "config", "router", "host_tokens"),
     "Replica": ("pool_tokens", "page_size", "cost_model", "max_running"),
-    "Execution and output": ("jobs", "out", "json_out", "progress"),
+    "Execution and output": ("jobs", "ray", "out", "json_out", "progress"),
 }
 
 

@@ -14,6 +14,7 @@ from helpers.rigs import run_cli
 from radix_evict.sim.fleet import plan as plan_mod
 from radix_evict.sim.fleet import plan_cells, plan_setup
 from radix_evict.sim.fleet.plan import PlanSetting, Probe
+from radix_evict.sim.sweep import run as sweep_run
 
 SMALL = ["-w", "chat", "-P", "convs=4"]
 HAS_REGISTRY = importlib.util.find_spec("radix_evict.sim.fleet.registry") is not None
@@ -147,6 +148,7 @@ def test_plan_out_keeps_probes_as_sweep_rows_and_resumes(
         raise AssertionError("a probe the file has was replayed")
 
     monkeypatch.setattr(plan_cells, "run_cell", no_replay)
+    monkeypatch.setattr(sweep_run, "local_executor", lambda *_a, **_k: no_replay)
     again = run(*args)
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout) == plan
@@ -157,3 +159,26 @@ def test_plan_out_takes_the_percentiles_rows_hold(tmp_path: Path) -> None:
     r = run(*SMALL, "--slo-ttft", "80", "--percentile", "95", "--out", str(tmp_path / "p.jsonl"))
     assert r.exit_code == 2 and "--percentile 95 with --out" in r.output
     assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_plan_ray_runs_the_probes_on_the_sweeps_ray_executor(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--ray: the round's probes go to the sweep's Ray executor (here its local stand-in),
+    with the address given; the figures are the local run's."""
+    asked: list[str | None] = []
+
+    def fake_ray(address: str | None = "auto") -> Any:
+        asked.append(address)
+        return sweep_run.local_executor(1)
+
+    monkeypatch.setattr(sweep_run, "ray_executor", fake_ray)
+    args = [*SMALL, "-P", "convs=12", "--slo-ttft", "80", "-p", "lru", "--router", "round_robin",
+            "--max-replicas", "4", "--json"]
+    on_ray = run(*args, "--ray", "10.0.0.1:6379")
+    assert on_ray.exit_code == 0, on_ray.output
+    assert asked == ["10.0.0.1:6379"]
+    here = run(*args)
+    assert here.exit_code == 0, here.output
+    assert json.loads(on_ray.stdout) == json.loads(here.stdout)
+    bad = run(*args, "--ray", "auto", "--percentile", "95")
+    assert bad.exit_code == 2 and "--percentile 95 with --ray" in bad.output

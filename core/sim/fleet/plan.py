@@ -79,6 +79,7 @@ class PlanSetting:
 
 
 ProbeFn = Callable[[PlanSetting, int], Probe]
+RoundFn = Callable[[Sequence[tuple[PlanSetting, int]]], list[Probe]]  # a round's probes, in order
 
 
 def probe_of(result: Any, percentile: int) -> Probe:
@@ -244,12 +245,14 @@ def _probe_one(probe: ProbeFn, setting: PlanSetting, n: int) -> Probe:
 def plan_capacity(settings: Sequence[PlanSetting], probe: ProbeFn, *, slo_ttft_ms: float,
                   percentile: int = DEFAULT_PERCENTILE,
                   max_replicas: int = DEFAULT_MAX_REPLICAS, jobs: int = 1, start: int = 1,
-                  on_probe: Callable[[PlanSetting, Probe], None] | None = None
-                  ) -> CapacityPlan:
+                  on_probe: Callable[[PlanSetting, Probe], None] | None = None,
+                  run_round: RoundFn | None = None) -> CapacityPlan:
     """Search every setting's replica count; ``probe(setting, n)`` replays the fleet of ``n``.
 
     A setting listed twice is searched once. ``on_probe`` hears each probe as
-    it finishes (progress). Raises PlanProbeError when a probe fails.
+    it finishes (progress). ``run_round`` runs a round's probes (default: on
+    ``jobs`` forked processes; the sweep's executors, local or Ray, with
+    :mod:`radix_evict.sim.fleet.plan_cells`). Raises PlanProbeError when a probe fails.
     """
     if not 0 < percentile <= 100 or isinstance(percentile, bool):
         raise ValueError(f"percentile must be in 1..100, got {percentile}")
@@ -262,7 +265,8 @@ def plan_capacity(settings: Sequence[PlanSetting], probe: ProbeFn, *, slo_ttft_m
         asks = [(s, n) for s, search in searches.items() if (n := search.next()) is not None]
         if not asks:
             break
-        for (s, _), got in zip(asks, _run_round(asks, probe, jobs), strict=True):
+        probes = run_round(asks) if run_round is not None else _run_round(asks, probe, jobs)
+        for (s, _), got in zip(asks, probes, strict=True):
             searches[s].record(got)
             if on_probe is not None:
                 on_probe(s, got)

@@ -15,6 +15,7 @@ holds one of those. The rows are written by the process that runs the plan
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from radix_evict.sim.sweep.cell import Cell, Source
 from radix_evict.sim.sweep.fingerprints import cell_inputs, input_files
 from radix_evict.sim.sweep.fleet_axes import FleetPoint
 from radix_evict.sim.sweep.rows import run_cell
+from radix_evict.sim.sweep.run import Executor
 from radix_evict.sim.sweep.store import ResultFile
 from radix_evict.sim.sweep.timing_axes import TimingPoint
 from radix_evict.sim.workloads import Workload
@@ -54,7 +56,8 @@ class CellProbe:
     page_size: int
     point: TimingPoint
     percentile: int
-    results: ResultFile
+    results: ResultFile | None  # None: nothing kept (plan --ray without --out)
+    executor: Executor
     trace: str | None = None  # its path, when the source is a trace (its digest is in keys)
 
     def cell(self, setting: PlanSetting, replicas: int) -> Cell:
@@ -64,15 +67,34 @@ class CellProbe:
                     self.source, self.seed, self.point, setting.host, inputs,
                     FleetPoint(replicas, setting.router, setting.router_config_json))
 
+    def _kept(self, cell: Cell) -> dict[str, Any] | None:
+        row = None if self.results is None else self.results.rows.get(cell.key)
+        return row if row is not None and row.get("status") == "ok" else None
+
     def __call__(self, setting: PlanSetting, replicas: int) -> Probe:
         cell = self.cell(setting, replicas)
-        kept = self.results.rows.get(cell.key)
-        if kept is not None and kept.get("status") == "ok":
-            return probe_of_row(kept, self.percentile)
-        return probe_of_row(run_cell(cell, self.workload), self.percentile)
+        row = self._kept(cell) or run_cell(cell, self.workload)
+        return probe_of_row(row, self.percentile)
+
+    def run_round(self, asks: Sequence[tuple[PlanSetting, int]]) -> list[Probe]:
+        """A round's probes, in order: the file's rows, the rest run by the sweep's executor
+        (local processes or Ray tasks) as sweep cells."""
+        cells = [self.cell(s, n) for s, n in asks]
+        rows = {c.key: row for c in cells if (row := self._kept(c)) is not None}
+        todo = list({c.key: c for c in cells if c.key not in rows}.values())
+        if todo:
+            got = self.executor(todo, {todo[0].workload_key: self.workload}, None)
+            try:
+                rows.update((row["cell"], row) for row in got)
+            finally:
+                close = getattr(got, "close", None)
+                if close is not None:
+                    close()  # stops the executor's workers at once, even on Ctrl-C
+        return [probe_of_row(rows[c.key], self.percentile) for c in cells]
 
     def keep(self, probe: Probe) -> None:
         """Write a new probe's row (one read back from the file is there already)."""
         row = probe.row
-        if row is not None and self.results.rows.get(row["cell"]) != row:
+        if (self.results is not None and row is not None
+                and self.results.rows.get(row["cell"]) != row):
             self.results.add(row)

@@ -65,6 +65,7 @@ class PlanRequest:
     start_replicas: int = 1  # the first probe: a guess; the search goes below it if it meets
     jobs: int | None = None
     out: Path | None = None  # a sweep result file: probes kept as fleet cells' rows (resume)
+    ray: str | None = None  # run the probes as Ray tasks (the sweep's executor) at this address
 
 
 def _routers(values: Sequence[str]) -> list[tuple[str, dict[str, Any] | None]]:
@@ -129,24 +130,27 @@ class PreparedPlan:
                 on_probe(s, p)
 
         try:
-            if cells is not None:
+            if cells is not None and cells.results is not None:
                 cells.results.repair()
             return plan_capacity(self.settings, probe or cells or self.probe,
                                  slo_ttft_ms=r.slo_ttft, percentile=r.percentile,
                                  max_replicas=r.max_replicas, jobs=r.jobs or 1,
-                                 start=r.start_replicas, on_probe=heard)
+                                 start=r.start_replicas, on_probe=heard,
+                                 run_round=None if probe or not cells else cells.run_round)
         finally:
-            if cells is not None:
+            if cells is not None and cells.results is not None:
                 cells.results.close()
 
 
 def _cell_probe(r: PlanRequest, wl: Workload, pool: int, timing: TimingSpec,
                 hosts: Sequence[HostTierSpec | None]) -> CellProbe | None:
-    """``--out``: probes as the sweep's fleet cells, resumed from and kept in the file."""
-    if r.out is None:
+    """``--out`` or ``--ray``: probes as the sweep's fleet cells, run by its executors (local
+    processes or Ray tasks), resumed from and kept in the file."""
+    if r.out is None and r.ray is None:
         return None
     from radix_evict.outputs import refuse_inputs
     from radix_evict.sim.sweep.cell import Source, page_pool
+    from radix_evict.sim.sweep.run import local_executor, ray_executor
     from radix_evict.sim.sweep.store import ResultFile, ResultFileError
     from radix_evict.sim.sweep.timing_axes import TimingPoint
 
@@ -156,15 +160,19 @@ def _cell_probe(r: PlanRequest, wl: Workload, pool: int, timing: TimingSpec,
     else:
         name = r.workload or DEFAULT_WORKLOAD
         source, seed = Source.workload(name, params_for(name, params, all_mode=False)), r.seed
-    refuse_inputs("--out", r.out, "plan result file", path_inputs("--trace", [r.trace]))
     point = TimingPoint(r.max_running, None, timing.cost_model, slo_ttft_ms=r.slo_ttft)
-    try:
-        results = ResultFile(r.out, write=True, timed=True,
-                             host=any(h is not None for h in hosts), fleet=True)
-    except ResultFileError as exc:
-        raise OptionError(str(exc)) from None
+    executor = ray_executor(r.ray) if r.ray is not None else local_executor(r.jobs or 1)
+    results = None
+    if r.out is not None:
+        refuse_inputs("--out", r.out, "plan result file", path_inputs("--trace", [r.trace]))
+        try:
+            results = ResultFile(r.out, write=True, timed=True,
+                                 host=any(h is not None for h in hosts), fleet=True)
+        except ResultFileError as exc:
+            raise OptionError(str(exc)) from None
     return CellProbe(wl, source, seed, page_pool(pool, r.page_size) or pool, r.page_size,
-                     point, r.percentile, results, None if r.trace is None else source.name)
+                     point, r.percentile, results, executor,
+                     None if r.trace is None else source.name)
 
 
 def prepare_plan(r: PlanRequest) -> PreparedPlan:
@@ -173,9 +181,10 @@ def prepare_plan(r: PlanRequest) -> PreparedPlan:
         raise OptionError(f"--slo-ttft must be positive, got {r.slo_ttft}")
     if not 1 <= r.percentile <= 100:
         raise OptionError(f"--percentile must be a whole number in 1..100, got {r.percentile}")
-    if r.out is not None and r.percentile not in ROW_PERCENTILES:
-        raise OptionError(f"--percentile {r.percentile} with --out: a result file's rows hold "
-                          "p50, p90 and p99 TTFT; give one of those")
+    if (r.out or r.ray) is not None and r.percentile not in ROW_PERCENTILES:
+        where = "--out" if r.out is not None else "--ray"
+        raise OptionError(f"--percentile {r.percentile} with {where}: a sweep row holds p50, p90 "
+                          "and p99 TTFT; give one of those")
     if r.max_replicas < 1:
         raise OptionError(f"--max-replicas must be at least 1, got {r.max_replicas}")
     if not 1 <= r.start_replicas <= r.max_replicas:
