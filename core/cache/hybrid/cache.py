@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -100,7 +100,9 @@ class HybridRadixCache:
 
             policy = policy_by_name(policy, policy_config)
         self.policy = policy
-        self._score: Callable[[HybridNode], Any] = policy.score
+        # A policy scores the flat tree's TreeNode; HybridNode has the fields the built-in
+        # ones read (a policy that reads others is refused just below).
+        self._score = cast(Callable[[Any], Any], policy.score)
         self._time = 0.0
         self._ids = 0
         self._uuid = 0
