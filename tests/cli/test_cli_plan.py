@@ -182,3 +182,26 @@ def test_plan_ray_runs_the_probes_on_the_sweeps_ray_executor(
     assert json.loads(on_ray.stdout) == json.loads(here.stdout)
     bad = run(*args, "--ray", "auto", "--percentile", "95")
     assert bad.exit_code == 2 and "--percentile 95 with --ray" in bad.output
+
+
+def test_plan_and_sweep_share_their_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A probe is the sweep's fleet cell: a plan takes a sweep's rows, a sweep a plan's."""
+    out = tmp_path / "rows.jsonl"
+    common = [*SMALL, "-P", "convs=12", "--slo-ttft", "80", "-p", "lru", "--router",
+              "round_robin", "--out", str(out)]
+    swept = run_cli("sweep", "--timing", *common, "--replicas", "1,2,4", "-j", "1")
+    assert swept.exit_code == 0, swept.output
+
+    def no_replay(*_: Any, **__: Any) -> Any:
+        raise AssertionError("a probe the sweep ran was replayed")
+
+    with monkeypatch.context() as m:
+        m.setattr(sweep_run, "local_executor", lambda *_a, **_k: no_replay)
+        planned = run(*common, "--max-replicas", "4", "--json")
+    assert planned.exit_code == 0, planned.output
+    probes = json.loads(planned.stdout)["settings"][0]["probes"]
+    assert [p["replicas"] for p in probes] == [1, 2, 4]
+    more = run(*common, "--max-replicas", "8")  # probes 8 too, and keeps it
+    assert more.exit_code == 0, more.output
+    again = run_cli("sweep", "--timing", *common, "--replicas", "1,2,4,8", "-j", "1")
+    assert again.exit_code == 0 and "4 already in" in again.stderr and "0 to run" in again.stderr

@@ -52,7 +52,7 @@ class CellProbe:
     workload: Workload
     source: Source
     seed: int | None  # None for a trace (the same for every seed), as sweep cells have it
-    pool_tokens: int
+    pool_tokens: int | None  # None: the workload's own, as a sweep cell names it
     page_size: int
     point: TimingPoint
     percentile: int

@@ -142,7 +142,7 @@ class PreparedPlan:
                 cells.results.close()
 
 
-def _cell_probe(r: PlanRequest, wl: Workload, pool: int, timing: TimingSpec,
+def _cell_probe(r: PlanRequest, wl: Workload, timing: TimingSpec,
                 hosts: Sequence[HostTierSpec | None]) -> CellProbe | None:
     """``--out`` or ``--ray``: probes as the sweep's fleet cells, run by its executors (local
     processes or Ray tasks), resumed from and kept in the file."""
@@ -170,7 +170,7 @@ def _cell_probe(r: PlanRequest, wl: Workload, pool: int, timing: TimingSpec,
                                  host=any(h is not None for h in hosts), fleet=True)
         except ResultFileError as exc:
             raise OptionError(str(exc)) from None
-    return CellProbe(wl, source, seed, page_pool(pool, r.page_size) or pool, r.page_size,
+    return CellProbe(wl, source, seed, page_pool(r.pool_tokens, r.page_size), r.page_size,
                      point, r.percentile, results, executor,
                      None if r.trace is None else source.name)
 
@@ -209,4 +209,4 @@ def prepare_plan(r: PlanRequest) -> PreparedPlan:
     settings = [PlanSetting.of(run, name, config, host)
                 for host in hosts for name, config in routers for run in runs]
     probe = FleetProbe(wl, pool, r.page_size, timing, r.percentile, r.seed)
-    return PreparedPlan(wl, settings, probe, r, _cell_probe(r, wl, pool, timing, hosts))
+    return PreparedPlan(wl, settings, probe, r, _cell_probe(r, wl, timing, hosts))
