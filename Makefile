@@ -13,11 +13,11 @@ STAMP  := $(VENV)/.installed
 # setup.py compiles these (core/cache/compiled.py lists them): an edit needs a rebuild.
 COMPILED := $(addprefix core/cache/,$(addsuffix .py,args tree eviction ownership slots pool host_tier radix_tree radix_cache))
 
-$(STAMP): pyproject.toml setup.py core/cache/compiled.py $(COMPILED) core/cache/_page_kernel.c plugins_example/pyproject.toml plugins_example/classics/pyproject.toml plugins_example/learned/pyproject.toml
+$(STAMP): pyproject.toml setup.py core/cache/compiled.py $(COMPILED) core/cache/_page_kernel.c plugins_example/pyproject.toml plugins_example/classics/pyproject.toml plugins_example/learned/pyproject.toml plugins_example/hints/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 	# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "torch==2.13.0"
-	$(PIP) install -q -e ".[dev]" -e ./plugins_example -e ./plugins_example/classics -e ./plugins_example/learned
+	$(PIP) install -q -e ".[dev]" -e ./plugins_example -e ./plugins_example/classics -e ./plugins_example/learned -e ./plugins_example/hints
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -88,7 +88,7 @@ typecheck: $(STAMP)
 	$(PY) docs/gen/architecture.py tree $(TYPECHECK_TREE) >/dev/null
 	MYPYPATH=$(TYPECHECK_TREE) $(VENV)/bin/mypy --cache-dir build/typecheck-cache -p radix_evict
 	$(VENV)/bin/mypy --cache-dir build/typecheck-cache setup.py
-	$(VENV)/bin/mypy --cache-dir build/typecheck-cache plugins_example/classics/src plugins_example/learned/src
+	$(VENV)/bin/mypy --cache-dir build/typecheck-cache plugins_example/classics/src plugins_example/learned/src plugins_example/hints/src
 
 # The architecture's contracts ([tool.importlinter] in pyproject.toml).
 imports: $(STAMP)
@@ -102,6 +102,7 @@ test: lint typecheck imports docs sglang-env vllm-env router-env
 	cd plugins_example && ../$(PY) -m pytest -q tests
 	cd plugins_example/classics && ../../$(PY) -m pytest -q tests
 	cd plugins_example/learned && ../../$(PY) -m pytest -q tests
+	cd plugins_example/hints && ../../$(PY) -m pytest -q tests
 
 bench: $(STAMP)
 	$(PY) bench/bench_cache.py
