@@ -205,3 +205,15 @@ def test_plan_and_sweep_share_their_rows(tmp_path: Path, monkeypatch: pytest.Mon
     assert more.exit_code == 0, more.output
     again = run_cli("sweep", "--timing", *common, "--replicas", "1,2,4,8", "-j", "1")
     assert again.exit_code == 0 and "4 already in" in again.stderr and "0 to run" in again.stderr
+
+
+def test_plan_host_tiers_are_settings(fake_fleet: list[tuple[str, int]]) -> None:
+    r = run(*SMALL, "--slo-ttft", "1000", "-p", "lru", "--router", "round_robin",
+            "--host-tokens", "0,1M", "--json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert [s["host"] for s in data["settings"]] == [
+        None, "host 1,000,000 tokens, write_through"]
+    assert data["answers"] == [
+        "no host tier and host 1,000,000 tokens, write_through both need 14 replicas: no host "
+        "tier changes the count"]
