@@ -136,6 +136,7 @@ class _Live:
     end: int  # its row's length: hit + what it allocated
     protected: int  # the prefix the tree owns (its match, then its checkpoint)
     evicted: int = 0  # its window floor
+    inserted: int = 0  # what it inserted itself (SGLang's cache_inserted_len)
 
 
 def state_len(prompt: int, total: int, page: int) -> int:
@@ -249,7 +250,7 @@ def _checkpoint(cache: HybridRadixCache, req: Any, live: _Live, branch: int | No
                      swa_evicted_len=live.evicted)  # fmt: skip
     cache.dec_lock_ref(live.lock)
     live.lock = cache.inc_lock_ref(r.node)
-    live.protected = K
+    live.protected = live.inserted = K
     if branch is not None and branch <= K:
         _free_out(cache, live, len(req.prompt))
 
@@ -271,7 +272,7 @@ def _state_checkpoint(cache: HybridRadixCache, req: Any, live: _Live) -> None:
                      mamba_state=True)  # fmt: skip
     cache.dec_lock_ref(live.lock)
     live.lock = cache.inc_lock_ref(r.node)
-    live.protected = K
+    live.protected = live.inserted = K
 
 
 def _finish(cache: HybridRadixCache, req: Any, live: _Live, kind: str) -> None:
@@ -283,9 +284,15 @@ def _finish(cache: HybridRadixCache, req: Any, live: _Live, kind: str) -> None:
         _free_out(cache, live, len(tokens) - 1)  # what decode freed
     elif kind == "mamba":
         end = state_len(len(req.prompt), len(tokens), P)
-    cache.insert(tokens[:end], prev_prefix_len=live.protected, inserted_len=live.protected,
+    cache.insert(tokens[:end], prev_prefix_len=live.protected, inserted_len=live.inserted,
                  priority=req.priority, swa_evicted_len=live.evicted,
                  mamba_state=kind == "mamba")  # fmt: skip
+    prompt_end = len(req.prompt) // P * P
+    if kind == "full" and 0 < prompt_end < end:
+        # A full-attention tree splits at the prompt, as today's replay and SGLang's
+        # single-component checkpoint do (unified_radix_cache.py:1257-1282).
+        cache.insert(tokens[:prompt_end], prev_prefix_len=prompt_end, inserted_len=prompt_end,
+                     priority=req.priority + 1)  # fmt: skip
     tail = live.end - max(end, live.protected)
     cache.pools.free(FULL, tail)
     if kind == "swa":

@@ -78,6 +78,7 @@ class Live:
     state: Any = None
     protected: int = 0  # the prefix the tree owns (the match, then the checkpoint)
     evicted: int = 0  # its window floor
+    inserted: int = 0  # what it inserted itself (SGLang's cache_inserted_len)
 
 
 def state_len(prompt: int, total: int, page: int, grid: int, interval: int = 256) -> int:
@@ -218,7 +219,7 @@ class SGLangSide:
         live.row[live.protected : len(idx)] = idx[live.protected :]
         self.cache.dec_lock_ref(live.node, live.lock.to_dec_params())
         live.node, live.lock = new_node, self.cache.inc_lock_ref(new_node)
-        live.protected = len(idx)
+        live.protected = live.inserted = len(idx)
 
     def _prefill_checkpoint(self, req: Request, live: Live, branch: int | None,
                             step: Step) -> None:  # fmt: skip
@@ -260,7 +261,7 @@ class SGLangSide:
         else:
             L = state_len(len(req.prompt), len(tokens), self.page, self.grid)
         ip = InsertParams(key=self._key(tokens[:L]), value=row[:L], priority=req.priority,
-                          prev_prefix_len=live.protected, inserted_len=live.protected,
+                          prev_prefix_len=live.protected, inserted_len=live.inserted,
                           mamba_value=state)  # fmt: skip
         ip.set_evicted_seqlen(self.CT.SWA, live.evicted)
         r = self.cache.insert(ip)
@@ -387,7 +388,7 @@ class RadixEvictSide:
         step.ops.append(("checkpoint", r.prefix_len, r.mamba_exist))
         self.cache.dec_lock_ref(live.lock)
         live.node, live.lock = r.node, self.cache.inc_lock_ref(r.node)
-        live.protected = K
+        live.protected = live.inserted = K
 
     def _prefill_checkpoint(self, req: Request, live: Live, branch: int | None,
                             step: Step) -> None:  # fmt: skip
@@ -401,7 +402,7 @@ class RadixEvictSide:
         step.ops.append(("checkpoint", r.prefix_len, inserted))
         self.cache.dec_lock_ref(live.lock)
         live.node, live.lock = r.node, self.cache.inc_lock_ref(r.node)
-        live.protected = K
+        live.protected = live.inserted = K
         if inserted:
             self._free_out(live, len(req.prompt))
 
@@ -415,7 +416,7 @@ class RadixEvictSide:
             L = state_len(len(req.prompt), len(tokens), self.page, self.grid)
         mamba = self.kind == "mamba"
         r = self.cache.insert(tokens[:L], prev_prefix_len=live.protected, priority=req.priority,
-                              inserted_len=live.protected, swa_evicted_len=live.evicted,
+                              inserted_len=live.inserted, swa_evicted_len=live.evicted,
                               mamba_state=mamba)  # fmt: skip
         step.ops.append(("insert", r.prefix_len, r.mamba_exist and mamba))
         tail = live.row - max(L, live.protected)

@@ -24,12 +24,14 @@ def spec(arch: str, page: int = 1, **kw: object) -> object:
     return build_spec(preset(arch), **args)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("page", [1, 16])
-def test_a_full_attention_layout_replays_as_the_radix_cache(page: int) -> None:
-    """Llama 3 8B through the hybrid cache = RadixCache's replay (no prompt split)."""
-    mine = replay_hybrid(WL, spec("llama-3-8b", page), "lru")  # type: ignore[arg-type]
-    today = replay(WL, "lru", pool_tokens=100_000, page_size=page, split_prompt=False)
+@pytest.mark.parametrize(("page", "policy"), [(1, "lru"), (16, "lru"), (1, "lfu"),
+                                              (16, "priority"), (1, "fifo")])  # fmt: skip
+def test_a_full_attention_layout_replays_as_the_radix_cache(page: int, policy: str) -> None:
+    """Llama 3 8B through the hybrid cache = today's replay through RadixCache."""
+    mine = replay_hybrid(WL, spec("llama-3-8b", page, pool_tokens=30_000), policy)  # type: ignore[arg-type]
+    today = replay(WL, policy, pool_tokens=30_000, page_size=page)
     assert (mine.hit_tokens, mine.prompt_tokens) == (today.hit_tokens, today.prompt_tokens)
+    assert mine.evicted_full == today.evicted_tokens
     assert mine.full_hit_tokens == mine.hit_tokens
 
 
