@@ -2,27 +2,34 @@
 
 Both sides replay the same request stream (``sglang_rig.chat_events``) with the
 same operations, and after every event each side reports what it decided
-(:class:`Step`): every operation's result (match: reusable prefix and full-KV
-hit length; evict: asked and freed per component; alloc success; insert: prefix
-length and, for Mamba, whether a state was there) and the pools and the tree's
-ledgers per component (free, evictable, protected): every free shows up there.
+(:class:`Step`): every operation's result (match: reusable prefix, full-KV hit
+length and branching point; evict: asked and freed per component; alloc success;
+checkpoint and insert: prefix length, and whether a branch was inserted or a state
+was there) and the pools and the tree's ledgers per component (free, evictable,
+protected): every free shows up there.
 
-SGLang's side is its real code: ``UnifiedRadixCache`` (Python tree core) with
-``FullComponent`` + ``SWAComponent`` over its real ``SWATokenToKVPoolAllocator``
-(CPU tensors, a KV pool of one head of size one), or ``FullComponent`` +
-``MambaComponent`` over its real ``HybridReqToTokenPool`` and Mamba allocator.
-Nothing is stubbed beyond what ``sglang_env`` stubs for the import.
+SGLang's side is its real code: ``UnifiedRadixCache`` (its Python or Rust tree
+core) with ``FullComponent`` + ``SWAComponent`` over its real
+``SWATokenToKVPoolAllocator`` (CPU tensors, a KV pool of one head of size one), or
+``FullComponent`` + ``MambaComponent`` over its real ``HybridReqToTokenPool`` and
+Mamba allocator. Nothing is stubbed beyond what ``sglang_env`` stubs for the import.
 
-The operations per request (page size P, window W):
+The operations per request (page size P, window W), as SGLang's scheduler makes them:
 
     arrive:  m = match(prompt); lock(m.node)
              need = round_up(len(prompt) + len(output) - hit, P)
              evict the shortfalls (full: need - free; window: need - free; Mamba: 1 - free)
              alloc need full (+ window) slots and one Mamba state; on failure unlock, count it
-    finish:  window: free the request's own window KV that fell out of the window
-                     during decode, as SGLang's decode does (common.py:75-140)
-             insert(prompt + output, cut to pages, prev_prefix_len=hit, swa floor E, state)
-             free the partial last page; unlock
+             checkpoint after prefill (checkpoint_into_tree):
+               window: free own window KV behind the window, insert the prompt (or up
+                       to the match's branching point), move the lock to its end
+               Mamba:  a state slot for the tree (evict one if none is free), insert the
+                       prompt to its tracked point with it, move the lock
+    finish:  window: free the window KV decode left behind (common.py:75-140)
+             insert(prompt + output, cut to pages (Mamba: to its last state),
+                    prev_prefix_len = what the tree owns, inserted_len = what it
+                    inserted, window floor, state)
+             free what the tree did not take; unlock
 """
 
 from __future__ import annotations
