@@ -39,6 +39,7 @@ from radix_evict.sim.models.sizing import (
     parse_bytes,
     pool_sizes,
 )
+from radix_evict.sim.models.work import prefill_work
 from radix_evict.sim.tables import Column, TextTable
 from radix_evict.sim.workloads.base import Workload
 
@@ -97,6 +98,9 @@ class HybridRun:
     p99_uncached: float
     evicted_full: int
     evicted_aux: int  # window tokens or states
+    prefill_full_pairs: int = 0  # the uncached spans' work per component (sim.models.work)
+    prefill_window_pairs: int = 0
+    prefill_recurrent_tokens: int = 0
 
     @property
     def hit_rate(self) -> float:
@@ -168,6 +172,7 @@ def replay_hybrid(workload: Workload, spec: HybridSpec, policy: str,
     hits: list[int] = []
     uncached: list[int] = []
     full_hits = prompt_tokens = failed = 0
+    work = [0, 0, 0]
     evicted = [0, 0, 0]
     for _, what, req in workload.events():
         if what != "arrive":
@@ -200,6 +205,8 @@ def replay_hybrid(workload: Workload, spec: HybridSpec, policy: str,
         elif kind == "mamba":
             _state_checkpoint(cache, req, state)
         hits.append(m.prefix_len)
+        w = prefill_work(layout, m.prefix_len, len(prompt) - m.prefix_len)
+        work = [work[0] + w.full_pairs, work[1] + w.window_pairs, work[2] + w.recurrent_tokens]
         full_hits += m.full_prefix_len
         uncached.append(len(prompt) - m.prefix_len)
     _check_accounting(cache, live)
@@ -210,6 +217,8 @@ def replay_hybrid(workload: Workload, spec: HybridSpec, policy: str,
         mean_reusable_prefix=float(np.mean(hits)) if hits else 0.0,
         p50_uncached=float(np.percentile(u, 50)), p99_uncached=float(np.percentile(u, 99)),
         evicted_full=evicted[FULL], evicted_aux=evicted[aux] if aux is not None else 0,
+        prefill_full_pairs=work[0], prefill_window_pairs=work[1],
+        prefill_recurrent_tokens=work[2],
     )  # fmt: skip
 
 

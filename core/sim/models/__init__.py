@@ -5,4 +5,4 @@ Llama 3 8B as the full-attention baseline), each citing its config; ``sizing``
 turns a KV memory budget into pool sizes with SGLang's split between components.
 """
 
-__all__ = ["presets", "sizing"]
+__all__ = ["presets", "sizing", "work"]

@@ -69,3 +69,13 @@ def test_a_policy_the_hybrid_tree_cannot_score_is_named() -> None:
     with pytest.raises(ValueError, match=r"tlru.*(history_len|prefix_len|num_tok)"):
         tlru = {"threshold": 1024, "next_prompt_estimate": 128}
         replay_hybrid(WL, spec("gpt-oss-120b"), "tlru", tlru)  # type: ignore[arg-type]
+
+
+def test_prefill_work_is_reported_per_component() -> None:
+    gpt = replay_hybrid(WL, spec("gpt-oss-120b", 16), "lru")  # type: ignore[arg-type]
+    assert gpt.prefill_full_pairs > gpt.prefill_window_pairs > 0  # a window of 128 is cheap
+    assert gpt.prefill_recurrent_tokens == 0
+    qwen = replay_hybrid(WL, spec("qwen3-next-80b-a3b", 16), "lru")  # type: ignore[arg-type]
+    assert qwen.prefill_window_pairs == 0 and qwen.prefill_recurrent_tokens > 0
+    uncached = qwen.prompt_tokens - qwen.hit_tokens  # refused requests recompute nothing here
+    assert qwen.prefill_recurrent_tokens <= 36 * uncached

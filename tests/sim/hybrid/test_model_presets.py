@@ -106,3 +106,19 @@ def test_layout_from_a_toml_file(tmp_path) -> None:  # type: ignore[no-untyped-d
         layout_from(str(f))
     with pytest.raises(ValueError, match=r"missing\.toml"):
         layout_from(str(tmp_path / "missing.toml"))
+
+
+def test_prefill_work_per_component() -> None:
+    from radix_evict.sim.models.work import full_pairs, prefill_work, window_pairs
+
+    for cached, new, w in [(0, 10, 4), (3, 10, 4), (0, 3, 4), (10, 5, 4), (2, 1, 8), (7, 0, 3)]:
+        brute = sum(min(p + 1, w) for p in range(cached, cached + new))
+        assert window_pairs(cached, new, w) == brute
+        assert full_pairs(cached, new) == sum(p + 1 for p in range(cached, cached + new))
+    gpt = prefill_work(preset("gpt-oss-120b"), cached=1000, new=1000)
+    assert gpt.full_pairs == 18 * full_pairs(1000, 1000)
+    assert gpt.window_pairs == 18 * 1000 * 128  # every new token past the window sees 128
+    qwen = prefill_work(preset("qwen3-next-80b-a3b"), cached=0, new=500)
+    assert (qwen.window_pairs, qwen.recurrent_tokens) == (0, 36 * 500)
+    with pytest.raises(ValueError, match=">= 0"):
+        prefill_work(preset("llama-3-8b"), cached=-1, new=3)
