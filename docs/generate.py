@@ -11,6 +11,7 @@ Subcommands (run from anywhere; paths are relative to the repository root):
     python docs/generate.py sweep-figure  # run the Sweeps page's sweep: its rows, plot, table
     python docs/generate.py results    # docs/results.md's tables, from docs/results/rows.jsonl
     python docs/generate.py results --measure  # run its sweep first (minutes on 2 cores)
+    python docs/generate.py results --measure --resume  # only the cells rows.jsonl lacks
     python docs/generate.py architecture  # docs/architecture.md's import graph, from the code
     python docs/generate.py all        # policies, cli, tables, results and architecture
                                        # (the fast ones: nothing is measured)
@@ -73,6 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name == "results":
             p.add_argument("--measure", action="store_true",
                            help="run the results sweep afresh first (docs/results/rows.jsonl)")
+            p.add_argument("--resume", action="store_true",
+                           help="with --measure: start from the committed rows, run only "
+                                "the cells they lack")
     fig = sub.add_parser("figures", help="measure, then write results.json, the plot, tables")
     fig.add_argument("--trace-limit", type=int, default=0,
                      help="replay only the first N requests of each trace (0 = all)")
@@ -116,10 +120,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if write_if_changed(path, text):
                 print(f"wrote {path.relative_to(ROOT)}", file=sys.stderr)
         return 0
+    if args.what == "results" and args.resume and not args.measure:
+        parser.error("results: --resume goes with --measure")
     if args.what == "results" and args.measure:
         if args.check:
             parser.error("results: --measure and --check do not go together")
-        _, wall = results_page.measure()
+        _, wall = results_page.measure(resume=args.resume)
         print(f"measured in {wall:.1f} s: {results_page.ROWS.relative_to(ROOT)}, "
               f"{results_page.META.relative_to(ROOT)}", file=sys.stderr)
     stale = []

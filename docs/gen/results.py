@@ -41,9 +41,10 @@ from radix_evict.sim.bound import (
     ceiling_is,
     oracle_is,
 )
-from radix_evict.sim.sweep.schema import TIMING_FIELDS
+from radix_evict.sim.sweep.schema import TIMING_FIELDS, is_fleet
 
 from .common import DOCS, ROOT, apply_sections, md_cell, write_text
+from .results_fleet import section as fleet_section
 
 PAGE = DOCS / "results.md"
 FOLDER = DOCS / "results"
@@ -71,8 +72,13 @@ Row = dict[str, Any]
 # --------------------------------------------------------------------------- measuring
 
 
-def measure() -> tuple[dict[str, Any], float]:
-    """Run :data:`COMMAND` afresh from the repository root; write rows.jsonl and meta.json.
+def measure(resume: bool = False) -> tuple[dict[str, Any], float]:
+    """Run :data:`COMMAND` from the repository root; write rows.jsonl and meta.json.
+
+    Afresh by default; with ``resume`` the sweep starts from the committed
+    rows (a sweep resumes from its result file) and runs only the cells they
+    lack (a grid added to sweep.toml), and meta.json keeps the earlier runs'
+    dates and commits under ``earlier`` beside this run's.
 
     The grid file names the traces relative to itself (``../shared/traces``
     from the repository root, read in place); rows name them as seen from the
@@ -83,7 +89,18 @@ def measure() -> tuple[dict[str, Any], float]:
     """
     from importlib import metadata
 
-    ROWS.unlink(missing_ok=True)
+    earlier: list[dict[str, Any]] = []
+    kept = 0
+    if resume and ROWS.exists():
+        kept = len(load_rows())
+        if kept and META.exists():
+            before = load_meta()
+            earlier = [*before.get("earlier", []),
+                       {"cells": before["cells"] - sum(e["cells"] for e in
+                                                       before.get("earlier", [])),
+                        "date": before["date"], "commit": before["commit"]}]
+    else:
+        ROWS.unlink(missing_ok=True)
     exe = Path(sys.executable).parent / "radix-evict"
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
@@ -102,6 +119,7 @@ def measure() -> tuple[dict[str, Any], float]:
         "python": platform.python_version(),
         "core": core_build(),
         **code_state(),
+        **({"earlier": earlier} if earlier else {}),
     }
     write_text(META, json.dumps(meta, indent=1) + "\n")
     return meta, wall
@@ -193,7 +211,7 @@ def workloads(rows: Sequence[Row]) -> list[Workload]:
     """The workloads in the rows' order, each with the pools its policies ran at."""
     out: dict[str, Workload] = {}
     for r in rows:
-        if r["policy"] == CEILING or r["pool_tokens"] is None:
+        if r["policy"] == CEILING or r["pool_tokens"] is None or is_fleet(r):
             continue
         w = out.get(r["workload"])
         pools = tuple(sorted({*(w.pools if w else ()), r["pool_tokens"]}))
@@ -219,6 +237,8 @@ class Figures:
         for r in rows:
             if r["status"] != "ok":
                 self.failed.append(r)
+                continue
+            if is_fleet(r):  # the fleet has its own tables (results_fleet.py)
                 continue
             timed = r.get("cost_model") is not None
             if r["policy"] == CEILING:
@@ -431,8 +451,16 @@ def _run_line(meta: Mapping[str, Any], rows: Sequence[Row]) -> str:
     curve = sum(r.get("via") == "curve" for r in rows)
     via = (f" ({curve} lru cells from one pool-size curve pass per workload, `via` "
            f"`curve` in the rows; docs/pool-curve.md)" if curve else "")
+    earlier = meta.get("earlier") or []
+    run = f"run on {meta['date']}"
+    if earlier:  # resumed (results --measure --resume): the earlier runs' cells were kept
+        now = len(rows) - sum(e["cells"] for e in earlier)
+        run = ("run in parts: " + ", ".join(f"{e['cells']} cells on {e['date']} (commit "
+                                            f"{e['commit']})" for e in earlier)
+               + f", then the {now} cells those rows lacked on {meta['date']}, the sweep "
+               f"resuming from them (`python docs/generate.py results --measure --resume`),")
     return (f"`{meta['command']}`: {len(rows)} cells{via} on "
-            f"{meta['jobs']} worker processes, run on {meta['date']} with {versions} "
+            f"{meta['jobs']} worker processes, {run} with {versions} "
             f"(Python {meta['python']}{core}; commit {meta['commit']}{dirty}).")
 
 
@@ -460,6 +488,9 @@ def section(rows: Sequence[Row], meta: Mapping[str, Any]) -> str:
             *(winners(f, w, names) for w in ws), "", *gap_summary(f, ws, names),
             "### The learned policy against its goal", "",
             *goal_table(f, ws)]
+    fleet = fleet_section(rows, _title, pool_label)
+    if fleet:
+        out += ["", *fleet[:-1]]  # the fleet cells (results_fleet.py)
     return "\n".join(out)
 
 
