@@ -10,6 +10,7 @@ __all__ = [
     "configs",
     "failures",
     "hybrid_replay",
+    "hybrid_timed",
     "models",
     "oracle",
     "parallel",

@@ -9,10 +9,10 @@ model, its presets and files), ``calibrate`` (fitting a cost model to
 measurements), ``server`` (the scheduler's loop, over one module per job:
 ``scheduler``, ``job``, ``state``, ``admission``, ``prefill``, ``decode``,
 ``finish``, ``host_copies``), ``figures`` (what is reported), ``spec`` (the
-options, in one value).
+options, in one value), ``hybrid_seam`` (the server on a hybrid model's cache).
 """
 
 __all__ = [
     "admission", "arrivals", "calibrate", "cost", "decode", "figures", "finish", "host_copies",
-    "job", "prefill", "scheduler", "server", "spec", "state",
+    "hybrid_seam", "job", "prefill", "scheduler", "server", "spec", "state",
 ]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import torch
 
-from radix_evict.sim.timed.cost import attention_pairs
 from radix_evict.sim.timed.decode import Decoding
 from radix_evict.sim.timed.job import Job
 from radix_evict.sim.timed.scheduler import CHECKPOINT_TOKENS
@@ -27,7 +26,7 @@ class Prefilling(Decoding):
     def _prefill(self, batch: list[Job]) -> None:
         """Run one prefill batch; finished prompts emit their first token and start decoding."""
         new = sum(j.chunk for j in batch)
-        pairs = sum(attention_pairs(j.prefilled, j.chunk) for j in batch)
+        pairs = sum(self.pairs(j.prefilled, j.chunk) for j in batch)
         cached = sum(j.prefilled for j in batch)
         compute = self.cost.prefill_ms(new, pairs, cached)
         copies = self.copies

@@ -23,6 +23,7 @@ def serve(workload: Workload, cache: RadixCache, pool: Allocator, page_size: int
           progress: Callable[[int, int], None] | None = None,
           on_admit: Callable[[Request], None] | None = None,
           contexts: Callable[[Request], Any] | None = None,
+          adjust: Callable[[Server], None] | None = None,
           ) -> tuple[TimedFigures, tuple[float, float, float]]:
     """Serve ``workload``; its figures and (run CPU s, evict CPU s, wall s).
 
@@ -36,6 +37,8 @@ def serve(workload: Workload, cache: RadixCache, pool: Allocator, page_size: int
                     tally, split_prompt=split_prompt, progress=progress,
                     total=workload.num_requests, on_admit=on_admit, contexts=contexts,
                     workload=workload.name)
+    if adjust is not None:  # a hybrid cache's cost and running cap (hybrid_seam.py)
+        adjust(server)
     wall0, cpu0 = time.perf_counter(), time.thread_time()
     records = server.run()
     cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0

@@ -21,7 +21,7 @@ from radix_evict.cache.allocator import Allocator
 from radix_evict.cache.radix_cache import RadixCache
 from radix_evict.sim.tally import Tally
 from radix_evict.sim.timed.arrivals import Arrivals
-from radix_evict.sim.timed.cost import CostModel
+from radix_evict.sim.timed.cost import CostModel, attention_pairs
 from radix_evict.sim.timed.host_copies import HostCopies
 from radix_evict.sim.timed.job import Job, JobRecord
 from radix_evict.sim.timed.limits import check_chunk
@@ -51,6 +51,8 @@ class ServerState:
         self.workload = workload
         self.pool_size = pool.available_size() + cache.evictable_size()
         self.cost, self.arrivals, self.spec, self.tally = cost, arrivals, spec, tally
+        # a prefill's attention pairs (a hybrid model's cache sets its own: hybrid_seam.py)
+        self.pairs: Callable[[int, int], float] = attention_pairs
         self.split_prompt = split_prompt
         self.now = 0.0
         self.waiting: deque[Job] = deque()
