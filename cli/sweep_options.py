@@ -120,12 +120,10 @@ class SweepOptions:
     slo_tpot: SloTpotOpt = None
     chunked_prefill_size: ChunkedPrefillOpt = None
     host_tokens: Annotated[Texts, _opt(
-        "--host-tokens", help=f"{HOST_TOKENS_HELP} A grid axis: N1,N2,... with K/M/G or a "
-                              "range 1M..8M*2; a 0 cell is the one-tier cell (its key "
-                              "unchanged).")] = None
-    hicache_ratio: Annotated[Texts, _opt(
-        "--hicache-ratio", help=f"{HICACHE_RATIO_HELP} A grid axis: R1,R2,... (instead of "
-                                "--host-tokens).")] = None
+        "--host-tokens", help=f"{HOST_TOKENS_HELP} A grid axis: N1,N2,... with K/M/G or a range "
+        "1M..8M*2; a 0 cell is the one-tier cell (its key unchanged).")] = None
+    hicache_ratio: Annotated[Texts, _opt("--hicache-ratio", help=f"{HICACHE_RATIO_HELP} A grid "
+        "axis: R1,R2,... (instead of --host-tokens).")] = None
     write_policy: Annotated[Texts, _opt(
         "--write-policy", help=f"{_no_default(WRITE_POLICY_HELP)} A grid axis: W1,W2,...",
         show_default="write_through")] = None
@@ -133,13 +131,14 @@ class SweepOptions:
         "--host-policy", help=f"{_no_default(HOST_POLICY_HELP)} A grid axis: P1,P2,...",
         show_default=f"{DEVICE_POLICY}: the device policy, as SGLang does")] = None
     write_threshold: Annotated[int | None, _opt(
-        "--write-threshold", min=1, help=f"{_no_default(WRITE_THRESHOLD_HELP)} One value, for "
-                                         "the write-through cells (write_back writes on device "
-                                         "eviction).", show_default="the write policy's, 1 or 2")] \
-        = None
-    host_config: Annotated[Texts, _opt(
-        "--host-config", help=f"{HOST_CONFIG_HELP} Repeatable: NAME=JSON for host policy NAME; "
-                              "plain JSON or @FILE for the one --host-policy.")] = None
+        "--write-threshold", min=1, show_default="the write policy's, 1 or 2",
+        help=f"{_no_default(WRITE_THRESHOLD_HELP)} One value, for the write-through cells "
+             "(write_back writes on device eviction).")] = None
+    host_config: Annotated[Texts, _opt("--host-config", help=f"{HOST_CONFIG_HELP} Repeatable: "
+        "NAME=JSON for host policy NAME; plain JSON or @FILE for the one --host-policy.")] = None
+    admission: Annotated[Texts, _opt(
+        "--admission", help="Host-tier admission policies A1,A2,... (a grid axis): 'selective', "
+        "'tinylfu'; rows add refused backups and PCIe bytes.", show_default="none")] = None
     replicas: Annotated[Texts, _opt(
         "--replicas", help="With --timing: a fleet of N replicas behind --router, N1,N2,... (a "
                            "grid axis).", show_default="one server")] = None
@@ -179,7 +178,7 @@ PANELS = {
     "Timing (--timing)": ("timing", "max_running", "rate", "cost_model", "concurrency",
                           "time_scale", "slo_ttft", "slo_tpot", "chunked_prefill_size"),
     "Host tier": ("host_tokens", "hicache_ratio", "write_policy", "host_policy",
-                  "write_threshold", "host_config"),
+                  "write_threshold", "host_config", "admission"),
     "Fleet (--timing)": ("replicas", "router"),
     "Execution (jobs, Ray, resume)": ("ray", "jobs", "max_cells", "dry_run", "progress"),
     "Output": ("out", "json_out", "plot", "force"),
@@ -227,6 +226,7 @@ def grid_parts(o: SweepOptions) -> GridParts:
             write_policies=names_of(o.write_policy),
             host_policies=[None if p == DEVICE_POLICY else p for p in hosts] if hosts else None,
             write_threshold=o.write_threshold, host_configs=_host_configs(o.host_config, hosts),
+            admissions=names_of(o.admission),
             replicas=counts_of(o.replicas, "--replicas"),
             routers=[parse_router(r) for r in o.router] if o.router else None)
     except SweepValueError as exc:

@@ -227,6 +227,8 @@ class Grid:
         parts = [_count(sizes, "host size"), _count(writes, "write policy")]
         if len(h.policies) > 1:
             parts.append(_count(policies, "host policy"))
+        if h.admissions != (None,):
+            parts.append(_count(len(h.admissions), "admission policy"))
         return parts
 
 

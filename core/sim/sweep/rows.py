@@ -34,7 +34,8 @@ from radix_evict.sim.workloads import Workload
 def _blank(cell: Cell) -> dict[str, Any]:
     """Every column of the cell's kind (timed or not, host tier or not), None."""
     return dict.fromkeys(columns(cell.timing is not None, cell.host is not None,
-                                 cell.fleet is not None))
+                                 cell.fleet is not None,
+                                 cell.host is not None and cell.host.admission is not None))
 
 
 def _coordinates(cell: Cell) -> dict[str, Any]:
@@ -59,6 +60,8 @@ def _coordinates(cell: Cell) -> dict[str, Any]:
         out.update({"host_tokens": h.tokens, "hicache_ratio": key["ratio"],
                     "write_policy": h.write_policy, "write_threshold": h.threshold,
                     "host_policy": key["policy"], "host_config": key["config"]})
+        if "admission" in key:
+            out["admission"] = key["admission"]
     if cell.fleet is not None:
         out.update({"replicas": cell.fleet.replicas, "router": cell.fleet.router,
                     "router_config": cell.fleet.router_config})
@@ -125,6 +128,9 @@ def result_row(cell: Cell, result: ReplayResult, replay_s: float) -> dict[str, A
         row.update(timed_figures(result))
     if cell.host is not None and result.host is not None:
         row.update(host_figures(result))
+        if cell.host.admission is not None:
+            row.update({"admission_rejected_tokens": result.host.admission_rejected_tokens,
+                        "pcie_bytes": result.host.pcie_bytes})
     return row
 
 

@@ -178,7 +178,9 @@ def plan_sweep(grid: Grid | Sequence[Grid], out: Path | None = None, *, write: b
         refuse_inputs("--out", out, "sweep result file", reads)
     results = (ResultFile(out, write=write, timed=any(g.timing is not None for g in grids),
                           host=any(c.host is not None for c in cells),
-                          fleet=any(c.fleet is not None for c in cells))
+                          fleet=any(c.fleet is not None for c in cells),
+                          admission=any(c.host is not None and c.host.admission is not None
+                                        for c in cells))
                if out is not None else None)
     finished = results.finished() if results is not None else set()
     kept = {c.key: results.rows[c.key] for c in cells if results and c.key in finished}

@@ -61,6 +61,10 @@ class ResultRow(BaseModel):
     write_threshold: int | None = Field(None, ge=0)
     host_policy: str | None = None
     host_config: dict[str, Any] | None = None
+    # the host tier's admission policy, and its figures: in rows that give one only
+    admission: str | None = None
+    admission_rejected_tokens: int | None = Field(None, ge=0)  # backups it refused
+    pcie_bytes: int | None = Field(None, ge=0)  # written + loaded, at the cost model's KV size
     # the fleet's point, in fleet rows only (router_config None: the router's defaults)
     replicas: int | None = Field(None, ge=1)
     router: str | None = None
@@ -128,6 +132,8 @@ HOST_FIGURES = (  # the host tier's figures, after the timed ones
     "host_evicted_tokens", "host_evictions", "reclaimed_tokens", "dropped_tokens",
     "write_failed_tokens", "load_back_failed_tokens", "copy_wait_s",
 )
+ADMISSION_AXES = ("admission",)  # after the host point, in rows that give one
+ADMISSION_FIGURES = ("admission_rejected_tokens", "pcie_bytes")  # after the host figures
 FLEET_AXES = ("replicas", "router", "router_config")  # a fleet cell's point, after the host's
 FLEET_FIGURES = ("gpu_hours", "balance_requests", "balance_tokens")  # after the host figures
 
@@ -135,17 +141,20 @@ FLEET_FIGURES = ("gpu_hours", "balance_requests", "balance_tokens")  # after the
 # An untimed row's columns, in order: exactly those of every sweep before the timed replay.
 ROW_FIELDS = tuple(k for k in FIELD_TYPES
                    if k not in TIMED_AXES + TIMED_FIGURES + HOST_AXES + HOST_FIGURES
-                   + FLEET_AXES + FLEET_FIGURES)
+                   + ADMISSION_AXES + ADMISSION_FIGURES + FLEET_AXES + FLEET_FIGURES)
 
 
-def columns(timed: bool = False, host: bool = False, fleet: bool = False) -> tuple[str, ...]:
+def columns(timed: bool = False, host: bool = False, fleet: bool = False,
+            admission: bool = False) -> tuple[str, ...]:
     """The columns of a row of that kind, in order: :data:`ROW_FIELDS`, with the timing axes
-    after ``seed``, the host point and the fleet point after them, the timed figures after
-    ``failed_admissions``, the host figures and the fleet figures after them."""
+    after ``seed``, the host point (its admission) and the fleet point after them, the timed
+    figures after ``failed_admissions``, the host figures (admission's) and the fleet figures
+    after them. Admission columns only in a row that gives one: other kinds keep theirs."""
+    adm = host and admission
     axes = ((TIMED_AXES if timed else ()) + (HOST_AXES if host else ())
-            + (FLEET_AXES if fleet else ()))
+            + (ADMISSION_AXES if adm else ()) + (FLEET_AXES if fleet else ()))
     figures = ((TIMED_FIGURES if timed else ()) + (HOST_FIGURES if host else ())
-               + (FLEET_FIGURES if fleet else ()))
+               + (ADMISSION_FIGURES if adm else ()) + (FLEET_FIGURES if fleet else ()))
     seed = ROW_FIELDS.index("seed") + 1
     failed = ROW_FIELDS.index("failed_admissions") + 1
     return (*ROW_FIELDS[:seed], *axes, *ROW_FIELDS[seed:failed], *figures,
@@ -164,9 +173,13 @@ LEGACY_COLUMN_SETS = tuple(tuple(k for k in cols if k != VIA)
 # A fleet replays timed: its rows' columns, with a host tier or without.
 FLEET_ROW_FIELDS = columns(timed=True, fleet=True)
 FLEET_HOST_ROW_FIELDS = columns(timed=True, host=True, fleet=True)
+# A host tier with an admission policy: its rows' columns, untimed, timed, in a fleet.
+ADMISSION_COLUMN_SETS = tuple(columns(timed, True, fleet, True)
+                              for timed, fleet in ((False, False), (True, False), (True, True)))
 # The columns a result file may have.
 COLUMN_SETS = (ROW_FIELDS, TIMED_ROW_FIELDS, HOST_ROW_FIELDS, TIMED_HOST_ROW_FIELDS,
-               FLEET_ROW_FIELDS, FLEET_HOST_ROW_FIELDS, *LEGACY_COLUMN_SETS)
+               FLEET_ROW_FIELDS, FLEET_HOST_ROW_FIELDS, *LEGACY_COLUMN_SETS,
+               *ADMISSION_COLUMN_SETS)
 # Wall-clock timings: the only fields that differ between two runs of one cell (the timed
 # replay's figures are in virtual time, and the same for every run).
 TIMING_FIELDS = ("replay_s", "cache_s")
@@ -182,6 +195,11 @@ def is_host(row: dict[str, Any]) -> bool:
     return row.get("write_policy") is not None
 
 
+def is_admission(row: dict[str, Any]) -> bool:
+    """Whether ``row``'s host tier has an admission policy (its ``admission`` is set)."""
+    return row.get("admission") is not None
+
+
 def is_fleet(row: dict[str, Any]) -> bool:
     """Whether ``row`` is a fleet cell's (its ``replicas`` is set)."""
     return row.get("replicas") is not None
@@ -190,7 +208,7 @@ def is_fleet(row: dict[str, Any]) -> bool:
 def row_fields(row: dict[str, Any]) -> tuple[str, ...]:
     """The columns of ``row``'s kind (:func:`columns`): timed or not, host tier or not, fleet
     or not."""
-    return columns(is_timed(row), is_host(row), is_fleet(row))
+    return columns(is_timed(row), is_host(row), is_fleet(row), is_admission(row))
 
 
 class RowError(ValueError):

@@ -103,7 +103,7 @@ TIMING_KEYS = ("timing", "max_running", "rate", "cost_model", "concurrency", "ti
                "slo_ttft", "slo_tpot", "chunked_prefill_size", "objective")
 # The host tier's keys (the command line's --host-tokens, --hicache-ratio, ...).
 HOST_KEYS = ("host_tokens", "hicache_ratio", "write_policy", "host_policy", "host_config",
-             "write_threshold")
+             "write_threshold", "admission")
 FLEET_KEYS = ("replicas", "router")  # a fleet (timed): --replicas, --router
 FILE_KEYS = ("policies", "pool_tokens", "page_size", "workloads", "traces", "params", "seeds",
              "oracle", "hidden", *TIMING_KEYS, *HOST_KEYS, *FLEET_KEYS, "grids")
@@ -147,6 +147,7 @@ class GridParts:
     host_policies: list[str | None] | None = None
     host_configs: dict[str, Any] | None = None
     write_threshold: int | None = None
+    admissions: list[str] | None = None  # host-tier admission policies (an axis; none: none)
     # A fleet (timed grids): replica counts, and routers with their configs as given.
     replicas: list[int] | None = None
     routers: list[tuple[str, dict[str, Any] | None]] | None = None
@@ -165,9 +166,9 @@ class GridParts:
     def host_given(self) -> list[str]:
         """The host-tier options these parts set (their grid file names), but the size."""
         names = {"write_policies": "write_policy", "host_policies": "host_policy",
-                 "host_configs": "host_config"}
+                 "host_configs": "host_config", "admissions": "admission"}
         return [names.get(f, f) for f in ("write_policies", "host_policies", "host_configs",
-                                          "write_threshold")
+                                          "write_threshold", "admissions")
                 if getattr(self, f) is not None]
 
     def over(self, base: GridParts) -> GridParts:
@@ -364,7 +365,7 @@ def host_axes(parts: GridParts) -> HostAxes | None:
         tokens=tuple(dict.fromkeys(parts.host_tokens or [])),
         ratios=tuple(dict.fromkeys(float(r) for r in parts.hicache_ratios or [])),
         write_policies=tuple(writes), policies=tuple(policies),
-        write_threshold=parts.write_threshold,
+        write_threshold=parts.write_threshold, admissions=_admissions(parts.admissions),
     )
     for t in axes.tokens:
         if isinstance(t, bool) or not isinstance(t, int) or t < 0:
@@ -374,6 +375,16 @@ def host_axes(parts: GridParts) -> HostAxes | None:
     except ValueError as exc:
         raise SweepValueError(str(exc)) from None
     return axes
+
+
+def _admissions(names: list[str] | None) -> tuple[str | None, ...]:
+    """The admission axis (None: none); SweepValueError names an unknown policy."""
+    from radix_evict.cache.admission import ADMISSION_POLICIES
+
+    for name in names or ():
+        if name not in ADMISSION_POLICIES:
+            raise SweepValueError(f"admission {name!r}: use {', '.join(ADMISSION_POLICIES)}")
+    return tuple(dict.fromkeys(names)) if names else (None,)
 
 
 def _values(value: Any, what: str) -> list[Any]:
@@ -500,6 +511,8 @@ def _host_parts(data: Mapping[str, Any], parts: GridParts, where: str) -> None:
                                                                 f"{where} hicache_ratio")]
     if "write_policy" in data:
         parts.write_policies = _listed_names(data["write_policy"], f"{where} write_policy")
+    if "admission" in data:
+        parts.admissions = _listed_names(data["admission"], f"{where} admission")
     if "host_policy" in data:
         value = data["host_policy"]
         items = value if isinstance(value, list) else [value]

@@ -42,9 +42,11 @@ from radix_evict.inputs import RESULT_BYTES, InputFileError, decode_utf8, read_b
 from radix_evict.outputs import replacing
 from radix_evict.sim.sweep.lock import FileLock, LockHeld
 from radix_evict.sim.sweep.schema import (
+    ADMISSION_FIGURES,
     COLUMN_SETS,
     FIELD_TYPES,
     FLEET_FIGURES,
+    HOST_FIGURES,
     OK,
     ROW_FIELDS,
     TIMED_FIGURES,
@@ -52,6 +54,7 @@ from radix_evict.sim.sweep.schema import (
     RowError,
     check_row,
     columns,
+    is_admission,
     is_fleet,
     is_host,
     is_timed,
@@ -126,11 +129,12 @@ class ResultFile:
     the sweep's rows are timed (a new CSV or Parquet file gets the timed
     columns; an untimed sweep's CSV is refused); ``host``: some have a host
     tier (the same, with the host columns); ``fleet``: some are fleet cells (the
-    same, with the fleet columns).
+    same, with the fleet columns); ``admission``: some host tiers have an admission
+    policy (the same, with its columns).
     """
 
     def __init__(self, path: Path, *, write: bool = False, timed: bool = False,
-                 host: bool = False, fleet: bool = False) -> None:
+                 host: bool = False, fleet: bool = False, admission: bool = False) -> None:
         self._fh: IO[str] | None = None
         self._csv: Any = None
         self._lock: FileLock | None = None
@@ -139,6 +143,7 @@ class ResultFile:
         self.timed = timed
         self.host = host
         self.fleet = fleet
+        self.admission = admission
         self.columns: tuple[str, ...] | None = None  # a CSV file's header, once read
         self.rows: dict[str, dict[str, Any]] = {}
         self.torn = 0  # bytes of an unfinished last line, dropped when writing starts
@@ -162,7 +167,7 @@ class ResultFile:
                 for row in self._read():
                     self.rows[row["cell"]] = row
             if self.format == ".csv" and self.columns is not None:
-                missing = set(columns(timed, host, fleet)) - set(self.columns) - {VIA}
+                missing = set(columns(timed, host, fleet, admission)) - set(self.columns) - {VIA}
                 if missing & set(TIMED_FIGURES):
                     raise ResultFileError(
                         f"{path}: an untimed sweep's file: its columns have no place for the "
@@ -172,6 +177,10 @@ class ResultFile:
                         f"{path}: a single-server sweep's file: its columns have no place for "
                         "the fleet's figures (gpu_hours, ...); give this sweep with --replicas "
                         "or --router another --out")
+                if missing & set(ADMISSION_FIGURES) and not missing & set(HOST_FIGURES):
+                    raise ResultFileError(
+                        f"{path}: a file without admission's columns (admission_rejected_tokens, "
+                        "pcie_bytes); give this sweep with --admission another --out")
                 if missing:
                     raise ResultFileError(
                         f"{path}: a one-tier sweep's file: its columns have no place for the "
@@ -305,7 +314,7 @@ class ResultFile:
             self._newline = False
         if self.format == ".csv":
             if new or self.columns is None:
-                self.columns = columns(self.timed, self.host, self.fleet)
+                self.columns = columns(self.timed, self.host, self.fleet, self.admission)
             self._csv = csv.DictWriter(self._fh, fieldnames=list(self.columns))
             if new:
                 self._csv.writeheader()
@@ -341,7 +350,8 @@ class ResultFile:
         timed = self.timed or any(is_timed(r) for r in self.rows.values())
         host = self.host or any(is_host(r) for r in self.rows.values())
         fleet = self.fleet or any(is_fleet(r) for r in self.rows.values())
-        names = columns(timed, host, fleet)
+        admission = self.admission or any(is_admission(r) for r in self.rows.values())
+        names = columns(timed, host, fleet, admission)
         schema = pa.schema([(k, types[FIELD_TYPES[k]]) for k in names])
         table = pa.Table.from_pylist([_flat(r, names) for r in self.rows.values()],
                                      schema=schema)

@@ -80,7 +80,7 @@ def host_point_label(row: Row) -> str | None:
     ratio = row.get("hicache_ratio")
     return host_label(None if ratio is not None else row.get("host_tokens"), ratio,
                       row["write_policy"], row.get("write_threshold"), row.get("host_policy"),
-                      _json(row.get("host_config")))
+                      _json(row.get("host_config")), row.get("admission"))
 
 
 def host_line_label(row: Row) -> str | None:
@@ -88,7 +88,7 @@ def host_line_label(row: Row) -> str | None:
     if not is_host(row):
         return None
     return host_line(row["write_policy"], row.get("write_threshold"), row.get("host_policy"),
-                     _json(row.get("host_config")))
+                     _json(row.get("host_config")), row.get("admission"))
 
 
 def _json(value: Any) -> str | None:
