@@ -190,7 +190,7 @@ def _hybrid(plan: SimulatePlan, o: SimulateOptions) -> None:
         output.emit_json(rep.to_json())
     else:
         output.stdout().print(render(rep.table()))
-    output.note(f"best reusable hit rate: {rep.best.policy}")
+    output.note(f"best ({rep.best_by}): {rep.best.policy}")
 
 
 @options_command(SimulateOptions, PANELS)

@@ -317,11 +317,22 @@ class HybridReport:
     requests: int
     spec: HybridSpec
     runs: list[HybridRun]
+    timed: list[Any] | None = None  # each run's TimedFigures, with --timing
+
+    def _p99(self, i: int) -> float:
+        return self.timed[i].ttft_ms.p99 if self.timed else 0.0
+
+    @property
+    def best_by(self) -> str:
+        return "lowest p99 TTFT" if self.timed else "highest reusable hit rate"
 
     @property
     def best(self) -> HybridRun:
-        """Highest reusable hit rate; ties: the lower p99 of uncached tokens, then the name."""
-        return min(self.runs, key=lambda r: (-r.hit_rate, r.p99_uncached, r.policy))
+        """Timed: the lowest p99 TTFT; else the highest reusable hit rate (ties: the lower
+        p99 of uncached tokens, then the name)."""
+        i = min(range(len(self.runs)), key=lambda i: (
+            self._p99(i), -self.runs[i].hit_rate, self.runs[i].p99_uncached, self.runs[i].policy))
+        return self.runs[i]
 
     def table(self) -> TextTable:
         """One row per policy: the reusable and the full-KV hit rate, tails, evictions."""
@@ -330,13 +341,15 @@ class HybridReport:
                       f"tokens, window {pools.swa_tokens:,} tokens, {pools.mamba_states:,} "
                       "states")  # fmt: skip
         for col in ("reusable hit rate", "full-KV hit rate", "mean reusable prefix",
-                    "p99 uncached", "evicted full", "evicted window/states", "failed"):  # fmt: skip
+                    "p99 uncached", "evicted full", "evicted window/states", "failed",
+                    *(("p99 TTFT ms",) if self.timed else ())):  # fmt: skip
             t.add_column(col, justify="right")
         t.columns.insert(0, Column("policy"))
-        for r in self.runs:
+        for i, r in enumerate(self.runs):
             t.add_row(r.policy, f"{r.hit_rate:.4f}", f"{r.full_hit_rate:.4f}",
                       f"{r.mean_reusable_prefix:,.1f}", f"{r.p99_uncached:,.0f}",
-                      f"{r.evicted_full:,}", f"{r.evicted_aux:,}", f"{r.failed:,}")  # fmt: skip
+                      f"{r.evicted_full:,}", f"{r.evicted_aux:,}", f"{r.failed:,}",
+                      *((f"{self._p99(i):,.1f}",) if self.timed else ()))  # fmt: skip
         t.caption = ("reusable: every component present (what the model can skip); full-KV: "
                      "what full attention alone holds; docs/hybrid.md")  # fmt: skip
         return t
@@ -348,14 +361,24 @@ class HybridReport:
             "model_arch": layout.name, "kind": layout.kind, "window": layout.window,
             "source": layout.source, "kv_bytes": self.spec.kv_bytes,
             "page_size": self.spec.page_size, "pools": asdict(pools),
-            "results": [r.to_json() for r in self.runs], "best": self.best.policy,
+            "results": [{**r.to_json(), **({"timing": self.timed[i].to_dict()}
+                                           if self.timed else {})}
+                        for i, r in enumerate(self.runs)],
+            "best": self.best.policy, "best_by": self.best_by,
         }  # fmt: skip
 
 
-def hybrid_report(workload: Workload, spec: HybridSpec,
-                  runs: list[tuple[str, Any]]) -> HybridReport:  # fmt: skip
-    """Replay ``workload`` once per ``(policy, config)`` in ``runs``."""
+def hybrid_report(workload: Workload, spec: HybridSpec, runs: list[tuple[str, Any]],
+                  timing: Any = None) -> HybridReport:  # fmt: skip
+    """Replay ``workload`` once per ``(policy, config)`` in ``runs``; with ``timing`` (a
+    TimingSpec) through the timed server (``sim.hybrid_timed``)."""
     if not runs:
         raise ValueError("no policy to replay")
-    results = [replay_hybrid(workload, spec, p, c) for p, c in runs]
-    return HybridReport(workload.name, workload.num_requests, spec, results)
+    if timing is None:
+        results = [replay_hybrid(workload, spec, p, c) for p, c in runs]
+        return HybridReport(workload.name, workload.num_requests, spec, results)
+    from radix_evict.sim.hybrid_timed import replay_hybrid_timed
+
+    timed = [replay_hybrid_timed(workload, spec, p, c, timing) for p, c in runs]
+    return HybridReport(workload.name, workload.num_requests, spec, [r for r, _ in timed],
+                        [f for _, f in timed])  # fmt: skip

@@ -224,8 +224,8 @@ def prepare(s: SimulateSettings, *, models: Collection[str] = ()) -> SimulatePla
         return build_workloads(name, params, s.seed)
 
     if s.model_arch is not None:
-        return _prepare_hybrid(s, workloads, {
-            "--timing": timing is not None, "--pool-curve": s.pool_curve is not None,
+        return _prepare_hybrid(s, workloads, timing, {
+            "--pool-curve": s.pool_curve is not None,
             "a host tier": host is not None, "--replicas": fleet is not None,
             "--model": s.model is not None, "--hints": bool(s.hints), "--oracle": s.oracle,
             "--plot": s.plot is not None, "--enable-metrics": s.metrics is not None})
@@ -277,7 +277,7 @@ HYBRID_POLICIES = ("lru", "lfu", "slru", "priority")  # what the hybrid tree can
 
 
 def _prepare_hybrid(s: SimulateSettings, workloads: Callable[[], list[Workload]],
-                    refused: dict[str, bool]) -> SimulatePlan:
+                    timing: TimingSpec | None, refused: dict[str, bool]) -> SimulatePlan:
     """--model-arch: one workload through a hybrid model's cache (docs/hybrid.md)."""
     from radix_evict.sim.hybrid_replay import build_spec
     from radix_evict.sim.models.presets import layout_from
@@ -298,7 +298,8 @@ def _prepare_hybrid(s: SimulateSettings, workloads: Callable[[], list[Workload]]
     except ValueError as e:
         raise OptionError(f"--model-arch: {e}") from None
     runs = build_runs(s.policies or list(HYBRID_POLICIES), s.configs)
-    return SimulatePlan(HYBRID_MODE, runs, wls, hybrid=spec)
+    check_page(timing, s.page_size)
+    return SimulatePlan(HYBRID_MODE, runs, wls, timing, hybrid=spec)
 
 
 def hybrid_plan(plan: SimulatePlan) -> HybridReport:
@@ -307,7 +308,8 @@ def hybrid_plan(plan: SimulatePlan) -> HybridReport:
 
     assert plan.hybrid is not None
     try:
-        return hybrid_report(plan.workload, plan.hybrid, [(r.policy, r.config) for r in plan.runs])
+        return hybrid_report(plan.workload, plan.hybrid, [(r.policy, r.config) for r in plan.runs],
+                             plan.timing)
     except ValueError as e:
         raise OptionError(f"--model-arch: {e}") from None
 

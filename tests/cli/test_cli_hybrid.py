@@ -41,7 +41,9 @@ def test_ratios_and_the_table() -> None:
     ("args", "message"),
     [
         (["--model-arch", "gpt-5"], "unknown model architecture 'gpt-5'"),
-        (["--model-arch", "gpt-oss-120b", "--timing"], "does not go with --timing"),
+        (["--model-arch", "gpt-oss-120b", "--oracle"], "does not go with --oracle"),
+        (["--model-arch", "gpt-oss-120b", "--timing", "-p", "tlru", "-c", TLRU],
+         "hybrid tree does not keep"),
         (["--model-arch", "gpt-oss-120b", "--kv-memory", "lots"], "not a memory size"),
         (["--model-arch", "gpt-oss-120b", "-p", "tlru", "-c", TLRU], "hybrid tree does not keep"),
         (["--kv-memory", "4GiB"], "go with --model-arch"),
@@ -52,3 +54,14 @@ def test_bad_options_are_named(args: list[str], message: str) -> None:
     r = run_cli("simulate", *SMALL, *args)
     assert r.exit_code != 0
     assert message in r.output, r.output
+
+
+@pytest.mark.parametrize("arch", ["gpt-oss-120b", "qwen3-next-80b-a3b"])
+def test_timed_replay_reports_p99_ttft_per_policy(arch: str) -> None:
+    """--timing --model-arch: the timed server on the hybrid cache, TTFT per policy."""
+    data = simulate_json(*SMALL, "--model-arch", arch, "--kv-memory", "4GiB", "--page-size",
+                         "16", "--timing", "-p", "lru", "-p", "lfu")  # fmt: skip
+    assert [r["policy"] for r in data["results"]] == ["lru", "lfu"]
+    p99 = {r["policy"]: r["timing"]["ttft_ms"]["p99"] for r in data["results"]}
+    assert all(v > 0 for v in p99.values())
+    assert data["best_by"] == "lowest p99 TTFT" and p99[data["best"]] == min(p99.values())
