@@ -74,3 +74,61 @@ def test_hybrid_timed_replays_account_for_every_slot(arch: str, page: int) -> No
     assert fig.finished + fig.refused == WL.num_requests
     assert 0 < run.hit_tokens <= run.full_hit_tokens or arch.startswith("qwen")
     assert run.hit_rate <= 1
+
+
+def test_the_seam_keeps_a_mamba_requests_tail_and_state_until_it_leaves() -> None:
+    """Page 16, grid 64: a checkpoint of 96 tokens gives the tree 64 and a state copy; the
+    32 past it stay the request's until its lock goes, with its own state."""
+    from radix_evict.cache.hybrid.cache import HybridRadixCache
+    from radix_evict.cache.hybrid.node import FULL, MAMBA
+    from radix_evict.cache.hybrid.pool import HybridPools
+    from radix_evict.sim.timed.hybrid_seam import (
+        HybridServerCache,
+        HybridServerPool,
+        RequestState,
+        mamba_track,
+    )
+
+    pools = HybridPools(1024, 0, 4, 16)
+    seam = HybridServerCache(HybridRadixCache(pools, mamba=True, mamba_grid=64),
+                             mamba_track(16, 64, 256))
+    pool = HybridServerPool(seam.cache)
+    st = RequestState(plen=100)
+    key = list(range(160))
+    m = seam.match_prefix(key[:99], st)
+    seam.inc_lock_ref(m.last_node)
+    assert m.prefix_len == 0 and pools.available(MAMBA) == 3  # its own state
+    assert pool.alloc(112) is not None
+    seam.insert(key[:96], priority=0, prev_prefix_len=0, context=st)  # a checkpoint
+    _, node = seam.locate(key[:96])
+    seam.inc_lock_ref(node)
+    seam.dec_lock_ref(m.last_node)
+    assert (st.protected, st.owed, pools.available(MAMBA)) == (64, 32, 2)
+    assert pools.available(FULL) == 1024 - 112
+    assert pool.alloc(48) is not None  # decode to 160
+    seam.insert(key[:160], priority=0, prev_prefix_len=96, context=st)  # its finish
+    seam.dec_lock_ref(node)
+    assert (st.owed, st.state, pools.available(MAMBA)) == (0, False, 3)
+    assert pools.available(FULL) == 1024 - 64  # the tree's 64 tokens, nothing else held
+    assert seam.cache.evictable_size(FULL) == 64
+
+
+def test_the_seam_frees_window_kv_behind_the_window_before_an_insert() -> None:
+    """Window 4, page 1: a checkpoint of 20 tokens first frees the request's window KV
+    below 15 (SGLang's free_swa_out_of_window_slots); full KV all goes to the tree."""
+    from radix_evict.cache.hybrid.cache import HybridRadixCache
+    from radix_evict.cache.hybrid.node import FULL, SWA
+    from radix_evict.cache.hybrid.pool import HybridPools
+    from radix_evict.sim.timed.hybrid_seam import HybridServerCache, HybridServerPool, RequestState
+
+    pools = HybridPools(100, 80, 0, 1)
+    seam = HybridServerCache(HybridRadixCache(pools, window=4), None)
+    pool = HybridServerPool(seam.cache)
+    st = RequestState(plen=21)
+    m = seam.match_prefix(list(range(20)), st)
+    seam.inc_lock_ref(m.last_node)
+    assert pool.available_size() == 80  # the smaller pool's room
+    pool.alloc(20)
+    seam.insert(list(range(20)), priority=0, prev_prefix_len=0, context=st)
+    assert st.evicted == 15
+    assert (pools.available(FULL), pools.available(SWA)) == (80, 75)
