@@ -12,9 +12,9 @@ from typing import Any
 
 from helpers.rigs import run_cli
 
-from radix_evict.sim.sweep.draw import _line
 from radix_evict.cli.sweep_report import curve_table, host_curve_table, rows_table
 from radix_evict.sim.bound import CEILING_NAME, ORACLE_NAME, ORACLE_TIMED_NAME, references
+from radix_evict.sim.sweep.draw import _line
 from radix_evict.sim.sweep.summary import (
     Curve,
     HostCurve,

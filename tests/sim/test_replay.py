@@ -15,8 +15,8 @@ from helpers.peer_harness import HARNESS_TLRU, SHARED, harness_args, load_harnes
 import radix_evict
 import radix_evict.sim.replay as replay_mod
 from radix_evict import KVPool, RadixCache, registry
-from radix_evict.sim.recommend import recommend
 from radix_evict.sim.configs import describe_workload
+from radix_evict.sim.recommend import recommend
 from radix_evict.sim.replay import (
     PolicyRun,
     ReplayError,
