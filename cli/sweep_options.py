@@ -2,9 +2,8 @@
 GridParts they give: the same axes a grid file gives, None where the command line gives none.
 
 The timed replay's and the host tier's options share ``simulate``'s help
-(``cli/simulate_options.py``); here they take lists
-(grid axes), but ``--write-threshold``, ``--host-config`` and the timed
-options every cell shares.
+(``cli/simulate_options.py``); here they take lists (grid axes), but
+``--write-threshold``, ``--host-config`` and the timed options every cell shares.
 """
 
 from __future__ import annotations
@@ -63,16 +62,13 @@ class SweepOptions:
     workload: Annotated[Texts, _opt(
         "--workload", "-w", help="Built-in workload (repeatable or A,B).",
         show_default="chat, unless --trace is given")] = None
-    trace: Annotated[list[Path] | None, _opt(
-        "--trace", help="Mooncake JSONL trace (repeatable); read once, shared by its cells.")] \
-        = None
-    param: Annotated[Texts, _opt(
-        "--param", "-P", help="Workload parameter KEY=VALUE (every workload that has KEY), "
-                              "WORKLOAD.KEY=VALUE, or trace.KEY=VALUE (e.g. trace.limit=2000).")] \
-        = None
-    seeds: Annotated[Texts, _opt(
-        "--seeds", help="Workload seeds S1,S2,...; a trace is the same for every seed and runs "
-                        "once.", show_default="0")] = None
+    trace: Annotated[list[Path] | None, _opt("--trace", help="Mooncake JSONL trace "
+        "(repeatable); read once, shared by its cells.")] = None
+    param: Annotated[Texts, _opt("--param", "-P", help="Workload parameter KEY=VALUE (every "
+        "workload that has KEY), WORKLOAD.KEY=VALUE, or trace.KEY=VALUE (e.g. "
+        "trace.limit=2000).")] = None
+    seeds: Annotated[Texts, _opt("--seeds", show_default="0", help="Workload seeds S1,S2,...; "
+        "a trace is the same for every seed and runs once.")] = None
     pool_tokens: Annotated[Texts, _opt(
         "--pool-tokens", help="Pool sizes in tokens: N1,N2,... with K/M/G suffixes (1M = "
                               "1,000,000) or a range 1M..16M*2.",
@@ -82,28 +78,23 @@ class SweepOptions:
     policy: Annotated[Texts, _opt(
         "--policy", "-p", help="Policy (repeatable or A,B): one of {choices}.",
         show_default="the policies named by -g, else the five public ones")] = None
-    vary: Annotated[Texts, _opt(
-        "--vary", "-g", help="POLICY.KEY=V1,V2,... (repeatable): values to try for one config "
-                             "key; ranges 512..4096*2 (x2) or 1..9+2 (+2).")] = None
-    hidden: Annotated[bool, _opt(
-        "--hidden", help="Also accept hidden policies (registered, not --policy choices: the "
-                         "baselines fifo, mru, filo) in --policy and -g.")] = False
+    vary: Annotated[Texts, _opt("--vary", "-g", help="POLICY.KEY=V1,V2,... (repeatable): "
+        "values to try for one config key; ranges 512..4096*2 (x2) or 1..9+2 (+2).")] = None
+    hidden: Annotated[bool, _opt("--hidden", help="Also accept hidden policies (registered, "
+        "not --policy choices: the baselines fifo, mru, filo) in --policy and -g.")] = False
     oracle: Annotated[bool, _opt(
         "--oracle", help="Also replay Belady's offline oracle at every pool size and the "
-                         "infinite-pool ceiling: reference lines for the curves, not "
-                         "policies.")] = False
+        "infinite-pool ceiling: reference lines for the curves, not policies.")] = False
     objective: Annotated[str | None, _opt(
-        "--objective", help="What the summary's best config ranks by: hit-rate, ttft-p99 or "
-                            "slo (the last two with --timing; slo with --slo-ttft or "
-                            "--slo-tpot).", show_default=DEFAULT_OBJECTIVE)] = None
+        "--objective", help="What the summary's best config ranks by: hit-rate, ttft-p99 or slo "
+        "(the last two with --timing; slo with --slo-ttft or --slo-tpot).",
+        show_default=DEFAULT_OBJECTIVE)] = None
     timing: Annotated[bool, _opt(
         "--timing", help="Replay every cell through a continuous-batching server in virtual "
-                         "time (as simulate --timing): rows add TTFT, queueing, TPOT, "
-                         "end-to-end latency, SLO attainment, goodput; adds the axes "
-                         "--max-running, --rate, --cost-model.")] = False
-    max_running: Annotated[Texts, _opt(
-        "--max-running", help="With --timing: most requests running at once, N1,N2,... (a grid "
-                              "axis; SGLang's --max-running-requests).",
+        "time (as simulate --timing): rows add TTFT, queueing, TPOT, end-to-end latency, SLO "
+        "attainment, goodput; adds the axes --max-running, --rate, --cost-model.")] = False
+    max_running: Annotated[Texts, _opt("--max-running", help="With --timing: most requests "
+        "running at once, N1,N2,... (a grid axis; SGLang's --max-running-requests).",
         show_default="SGLang's default for the pool")] = None
     rate: Annotated[Texts, _opt(
         "--rate", help="With --timing: Poisson arrivals, R1,R2,... requests per second (a grid "
@@ -146,28 +137,32 @@ class SweepOptions:
         "--router", help="With --timing: the fleet's router (repeatable; a grid axis): NAME or "
                          "NAME=JSON (its config, checked strictly).",
         show_default="round_robin with --replicas")] = None
+    model_arch: Annotated[Texts, _opt("--model-arch", help="Hybrid models A1,A2,... (a grid "
+        "axis: presets or TOML layouts; docs/hybrid.md); rows add the full-KV hit rate.")] = None
+    kv_memory: Annotated[Texts, _opt("--kv-memory", show_default="--pool-tokens", help="With "
+        "--model-arch: KV budgets M1,M2,... (a grid axis; 40GiB, split as SGLang does).")] = None
+    swa_full_tokens_ratio: Annotated[Texts, _opt("--swa-full-tokens-ratio", show_default="0.8",
+        help="With --model-arch: window/full tokens, R1,R2,... (a grid axis).")] = None
+    mamba_full_memory_ratio: Annotated[Texts, _opt("--mamba-full-memory-ratio", help="With "
+        "--model-arch: Mamba/full memory, R1,R2,... (a grid axis).", show_default="0.9")] = None
     ray: Annotated[str | None, _opt(
         "--ray", help="Run each cell as a Ray task: 'auto' (this machine's cluster or "
                       "RAY_ADDRESS), HOST:PORT, ray://HOST:PORT, or 'local' (a private Ray "
                       "here). Needs radix-evict\\[ray].")] = None
-    jobs: Annotated[int | None, _opt(
-        "--jobs", "-j", min=1, help="Local worker processes.",
-        show_default="every usable core")] = None
-    max_cells: Annotated[int, _opt(
-        "--max-cells", min=1, help="Refuse a grid of more cells than this; raise it for a "
-                                   "larger sweep.")] = MAX_CELLS
-    dry_run: Annotated[bool, _opt(
-        "--dry-run", help="Check the grid and list its cells; replay nothing, change no "
-                          "file.")] = False
+    jobs: Annotated[int | None, _opt("--jobs", "-j", min=1, help="Local worker processes.",
+                                     show_default="every usable core")] = None
+    max_cells: Annotated[int, _opt("--max-cells", min=1, help="Refuse a grid of more cells "
+        "than this; raise it for a larger sweep.")] = MAX_CELLS
+    dry_run: Annotated[bool, _opt("--dry-run", help="Check the grid and list its cells; "
+        "replay nothing, change no file.")] = False
     progress: Annotated[bool, _opt(
         "--progress/--no-progress", help="Progress bar on a terminal.")] = True
-    out: Annotated[Path | None, _opt(
-        "--out", "-o", help="Result file (.jsonl, .csv, or .parquet with pyarrow), written as "
-                            "cells finish; a rerun skips the cells already in it.")] = None
+    out: Annotated[Path | None, _opt("--out", "-o", help="Result file (.jsonl, .csv, or "
+        ".parquet with pyarrow), written as cells finish; a rerun skips the cells already in "
+        "it.")] = None
     json_out: Annotated[bool, _opt("--json", help="Print rows and summary as JSON.")] = False
-    plot: Annotated[Path | None, _opt(
-        "--plot", help="Write the hit-rate curves (PNG, SVG or PDF); with a host tier, hit "
-                       "rate (and p99 TTFT, timed) over host size.")] = None
+    plot: Annotated[Path | None, _opt("--plot", help="Write the hit-rate curves (PNG, SVG or "
+        "PDF); with a host tier, hit rate (and p99 TTFT, timed) over host size.")] = None
     force: ForceOpt = False
 
 
@@ -180,6 +175,8 @@ PANELS = {
     "Host tier": ("host_tokens", "hicache_ratio", "write_policy", "host_policy",
                   "write_threshold", "host_config", "admission"),
     "Fleet (--timing)": ("replicas", "router"),
+    "Hybrid models": ("model_arch", "kv_memory", "swa_full_tokens_ratio",
+                      "mamba_full_memory_ratio"),
     "Execution (jobs, Ray, resume)": ("ray", "jobs", "max_cells", "dry_run", "progress"),
     "Output": ("out", "json_out", "plot", "force"),
 }
@@ -228,6 +225,9 @@ def grid_parts(o: SweepOptions) -> GridParts:
             write_threshold=o.write_threshold, host_configs=_host_configs(o.host_config, hosts),
             admissions=names_of(o.admission),
             replicas=counts_of(o.replicas, "--replicas"),
-            routers=[parse_router(r) for r in o.router] if o.router else None)
+            routers=[parse_router(r) for r in o.router] if o.router else None,
+            model_archs=names_of(o.model_arch), kv_memories=names_of(o.kv_memory),
+            swa_ratios=numbers_of(o.swa_full_tokens_ratio, "--swa-full-tokens-ratio"),
+            mamba_ratios=numbers_of(o.mamba_full_memory_ratio, "--mamba-full-memory-ratio"))
     except SweepValueError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None

@@ -23,6 +23,7 @@ from radix_evict.sim.configs import config_dict
 from radix_evict.sim.oracle import ORACLE
 from radix_evict.sim.sweep.fleet_axes import FleetPoint
 from radix_evict.sim.sweep.host_axes import host_key, host_point_text
+from radix_evict.sim.sweep.hybrid_axes import HybridPoint
 from radix_evict.sim.sweep.keys import canonical_json
 from radix_evict.sim.sweep.timing_axes import TimingPoint
 from radix_evict.sim.timed.spec import TimingSpec
@@ -87,6 +88,7 @@ class Cell:
         "config_json",
         "fleet",
         "host",
+        "hybrid",
         "inputs",
         "key",
         "page_size",
@@ -100,8 +102,8 @@ class Cell:
     def __init__(self, policy: str, config: PolicyConfig | None, pool_tokens: int | None,
                  page_size: int, source: Source, seed: int | None,
                  timing: TimingPoint | None = None, host: HostTierSpec | None = None,
-                 inputs: Mapping[str, str] | None = None, fleet: FleetPoint | None = None
-                 ) -> None:
+                 inputs: Mapping[str, str] | None = None, fleet: FleetPoint | None = None,
+                 hybrid: HybridPoint | None = None) -> None:
         self.policy = policy
         self.config = config
         self.pool_tokens = pool_tokens
@@ -111,6 +113,7 @@ class Cell:
         self.timing = timing
         self.host = host
         self.fleet = fleet
+        self.hybrid = hybrid
         self.inputs = dict(inputs or {})  # entry name -> the file's digest
         cfg = None if config is None else config_dict(config)
         self.config_json = canonical_json(cfg)
@@ -125,6 +128,8 @@ class Cell:
             coordinates["host"] = host_key(host)
         if fleet is not None:  # nor does a single-server cell's
             coordinates["fleet"] = fleet.key()
+        if hybrid is not None:  # nor does a full-attention cell's
+            coordinates["hybrid"] = hybrid.key()
         if self.inputs:  # nor does a cell that reads no file
             coordinates["inputs"] = self.inputs
         self.key = canonical_json(coordinates)
@@ -141,7 +146,7 @@ class Cell:
     def __reduce__(self) -> tuple[Any, ...]:  # slots and no __dict__: pickle by arguments
         return (Cell, (self.policy, self.config, self.pool_tokens, self.page_size,
                        self.source, self.seed, self.timing, self.host, self.inputs,
-                       self.fleet))
+                       self.fleet, self.hybrid))
 
     @property
     def config_dict(self) -> dict[str, Any] | None:
@@ -169,12 +174,14 @@ class Cell:
     def describe(self) -> str:
         """Short text for messages: ``slru {"protected_threshold":2}, pool 1,000,000, chat``."""
         return describe_cell(self.policy, self.config_json, self.pool_tokens, self.page_size,
-                             self.source, self.seed, self.timing, self.host, self.fleet)
+                             self.source, self.seed, self.timing, self.host, self.fleet,
+                             self.hybrid)
 
 
 def describe_cell(policy: str, config_json: str, pool_tokens: int | None, page_size: int,
                   source: Source, seed: int | None, timing: TimingPoint | None = None,
-                  host: HostTierSpec | None = None, fleet: FleetPoint | None = None) -> str:
+                  host: HostTierSpec | None = None, fleet: FleetPoint | None = None,
+                  hybrid: HybridPoint | None = None) -> str:
     """How messages name a cell (one whose config is not yet validated too)."""
     cfg = "" if config_json == "null" else f" {config_json}"
     pool = "default pool" if pool_tokens is None else f"pool {pool_tokens:,}"
@@ -182,8 +189,9 @@ def describe_cell(policy: str, config_json: str, pool_tokens: int | None, page_s
     timed = "" if timing is None else f", timed: {timing.label}"
     tier = "" if host is None else f", {host_point_text(host)}"
     fleet_text = "" if fleet is None else f", {fleet.label}"
+    model = "" if hybrid is None else f", {hybrid.label}"
     return (f"{policy}{cfg}, {pool}, page {page_size}, {source.label}{at_seed}{timed}{tier}"
-            f"{fleet_text}")
+            f"{fleet_text}{model}")
 
 
 def page_pool(pool_tokens: int | None, page_size: int) -> int | None:
@@ -207,7 +215,9 @@ class Spot:
     timing: TimingPoint | None = None
     host: HostTierSpec | None = None
     fleet: FleetPoint | None = None
+    hybrid: HybridPoint | None = None
 
     def describe(self) -> str:
         return describe_cell(self.policy, self.config_json, self.pool_tokens, self.page_size,
-                             self.source, self.seed, self.timing, self.host, self.fleet)
+                             self.source, self.seed, self.timing, self.host, self.fleet,
+                             self.hybrid)

@@ -92,8 +92,10 @@ Task = Cell | CurveGroup | OracleGroup  # what an executor runs: one cell, or a 
 
 
 def eligible(cell: Cell) -> bool:
-    """An lru cell the curve can compute: no host tier, no timing (a reference is not lru)."""
-    return cell.policy == CURVE_POLICY and cell.timing is None and cell.host is None
+    """An lru cell the curve can compute: no host tier, no timing, no hybrid model (a
+    reference is not lru)."""
+    return (cell.policy == CURVE_POLICY and cell.timing is None and cell.host is None
+            and cell.hybrid is None)
 
 
 def _group_key(cell: Cell) -> tuple[Any, ...] | None:

@@ -45,6 +45,7 @@ from radix_evict.sim.sweep.host_axes import (
     host_line,
     write_threshold_of,
 )
+from radix_evict.sim.sweep.hybrid_axes import HybridAxes, HybridPoint
 from radix_evict.sim.sweep.keys import canonical_json, cost_model_key
 from radix_evict.sim.sweep.timing_axes import TimingAxes, TimingPoint, timing_label
 
@@ -92,6 +93,7 @@ class Grid:
     hidden: bool = False  # accept registered policies that are not --policy choices (fifo, mru)
     host: HostAxes | None = None  # a host tier (HiCache): its sizes, write and host policies
     fleet: FleetAxes | None = None  # replicas behind a router (timed grids): counts, routers
+    hybrid: HybridAxes | None = None  # a hybrid model's cache: architectures, budgets, splits
 
     def count(self) -> int:
         """How many cells the axes multiply to, before any duplicate is dropped (no expansion)."""
@@ -100,6 +102,7 @@ class Grid:
         points = self.timing.count() if self.timing is not None else 1
         hosts = self.host.count() if self.host is not None else 1
         fleets = self.fleet.count() if self.fleet is not None else 1
+        fleets *= self.hybrid.count() if self.hybrid is not None else 1
         per_point = configs * len(self.page_sizes) * len(self.pool_tokens) * hosts * fleets
         if self.references:  # the oracle at every pool size, the ceiling per page size
             per_point += len(self.page_sizes) * (len(self.pool_tokens) + 1)
@@ -117,11 +120,13 @@ class Grid:
         hosts: list[HostTierSpec | None] = [None] if self.host is None else self.host.points()
         fleets: list[FleetPoint | None] = (
             [None] if self.fleet is None else [p for p in self.fleet.points()])
+        models: list[HybridPoint | None] = (
+            [None] if self.hybrid is None else [p for p in self.hybrid.points()])
         for source in self.sources:
             seeds: Iterable[int | None] = self.seeds if source.seeded else (None,)
             for seed in seeds:
                 for point in points:
-                    for host, fleet in itertools.product(hosts, fleets):
+                    for host, fleet, model in itertools.product(hosts, fleets, models):
                         for axes in self.policies:
                             for config in axes.configs():
                                 text = canonical_json(config)
@@ -130,7 +135,8 @@ class Grid:
                                     for pool in self.pool_tokens:
                                         out.setdefault(Spot(
                                             axes.policy, text, page_pool(pool, page), page,
-                                            source, seed, config, point, tier, fleet))
+                                            source, seed, config, point, tier, fleet,
+                                            model))
                     if self.references:  # one-tier (the ceiling is the two-tier bound too)
                         for page in self.page_sizes:
                             for pool in self.pool_tokens:
@@ -165,7 +171,7 @@ class Grid:
                 trace = s.source.name if s.source.kind == "trace" else None
                 digests[at] = cell_inputs(input_files(trace, config))
             cell = Cell(s.policy, config, s.pool_tokens, s.page_size, s.source, s.seed,
-                        s.timing, s.host, digests[at], s.fleet)
+                        s.timing, s.host, digests[at], s.fleet, s.hybrid)
             out.setdefault(cell.key, cell)
         return list(out.values())
 
@@ -207,6 +213,8 @@ class Grid:
         if self.fleet is not None:
             parts += [_count(len(self.fleet.replicas), "replica count"),
                       _count(len(self.fleet.routers), "router")]
+        if self.hybrid is not None:
+            parts.append(_count(self.hybrid.count(), "model split"))
         return " x ".join(parts)
 
     def _host_sizes(self, cells: Sequence[Cell] | None) -> list[str]:

@@ -35,11 +35,12 @@ def _blank(cell: Cell) -> dict[str, Any]:
     """Every column of the cell's kind (timed or not, host tier or not), None."""
     return dict.fromkeys(columns(cell.timing is not None, cell.host is not None,
                                  cell.fleet is not None,
-                                 cell.host is not None and cell.host.admission is not None))
+                                 cell.host is not None and cell.host.admission is not None,
+                                 cell.hybrid is not None))
 
 
 def _coordinates(cell: Cell) -> dict[str, Any]:
-    out = {
+    out: dict[str, Any] = {
         "cell": cell.key,
         "policy": cell.policy,
         "config": cell.config_dict,
@@ -65,6 +66,10 @@ def _coordinates(cell: Cell) -> dict[str, Any]:
     if cell.fleet is not None:
         out.update({"replicas": cell.fleet.replicas, "router": cell.fleet.router,
                     "router_config": cell.fleet.router_config})
+    if cell.hybrid is not None:
+        swa, mamba = cell.hybrid.ratios()
+        out.update({"model_arch": cell.hybrid.model_arch, "kv_memory": cell.hybrid.kv_memory,
+                    "swa_full_tokens_ratio": swa, "mamba_full_memory_ratio": mamba})
     return out
 
 
@@ -173,6 +178,10 @@ def run_cell(cell: Cell, workload: Workload, progress: Any = None) -> dict[str, 
             from radix_evict.sim.sweep.fleet_cell import run_fleet_cell
 
             return run_fleet_cell(cell, workload, base_row(cell), progress)
+        if cell.hybrid is not None:
+            from radix_evict.sim.sweep.hybrid_cell import run_hybrid_cell
+
+            return run_hybrid_cell(cell, workload, base_row(cell))
         timing = cell.timing_spec()
         if cell.policy == ORACLE:
             result = replay_oracle(workload, pool_tokens=cell.pool_tokens,

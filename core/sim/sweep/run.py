@@ -180,7 +180,8 @@ def plan_sweep(grid: Grid | Sequence[Grid], out: Path | None = None, *, write: b
                           host=any(c.host is not None for c in cells),
                           fleet=any(c.fleet is not None for c in cells),
                           admission=any(c.host is not None and c.host.admission is not None
-                                        for c in cells))
+                                        for c in cells),
+                          hybrid=any(c.hybrid is not None for c in cells))
                if out is not None else None)
     finished = results.finished() if results is not None else set()
     kept = {c.key: results.rows[c.key] for c in cells if results and c.key in finished}

@@ -69,6 +69,11 @@ class ResultRow(BaseModel):
     replicas: int | None = Field(None, ge=1)
     router: str | None = None
     router_config: dict[str, Any] | None = None
+    # a hybrid model's point, in hybrid rows only (the ratio of its layout's kind, as used)
+    model_arch: str | None = None
+    kv_memory: str | None = None
+    swa_full_tokens_ratio: float | None = Field(None, gt=0)
+    mamba_full_memory_ratio: float | None = Field(None, gt=0)
     ttft_p50_ms: float | None = Field(None, ge=0)
     ttft_p90_ms: float | None = Field(None, ge=0)
     ttft_p99_ms: float | None = Field(None, ge=0)
@@ -98,6 +103,11 @@ class ResultRow(BaseModel):
     gpu_hours: float | None = Field(None, ge=0)
     balance_requests: float | None = Field(None, ge=0)
     balance_tokens: float | None = Field(None, ge=0)
+    # a hybrid model's figures: the full-KV hit rate (hit_rate is the reusable one), its pools
+    full_hit_rate: float | None = Field(None, ge=0, le=1)
+    full_pool_tokens: int | None = Field(None, ge=0)
+    swa_pool_tokens: int | None = Field(None, ge=0)
+    mamba_states: int | None = Field(None, ge=0)
     # how the figures were computed: "curve" (one lru pass for every pool size of its group,
     # radix_evict.sim.curve) or "replay" (the cell's own replay); None in older files' rows
     via: Literal["curve", "replay"] | None = None
@@ -136,25 +146,31 @@ ADMISSION_AXES = ("admission",)  # after the host point, in rows that give one
 ADMISSION_FIGURES = ("admission_rejected_tokens", "pcie_bytes")  # after the host figures
 FLEET_AXES = ("replicas", "router", "router_config")  # a fleet cell's point, after the host's
 FLEET_FIGURES = ("gpu_hours", "balance_requests", "balance_tokens")  # after the host figures
+HYBRID_AXES = ("model_arch", "kv_memory", "swa_full_tokens_ratio", "mamba_full_memory_ratio")
+HYBRID_FIGURES = ("full_hit_rate", "full_pool_tokens", "swa_pool_tokens", "mamba_states")
 
 
 # An untimed row's columns, in order: exactly those of every sweep before the timed replay.
 ROW_FIELDS = tuple(k for k in FIELD_TYPES
                    if k not in TIMED_AXES + TIMED_FIGURES + HOST_AXES + HOST_FIGURES
-                   + ADMISSION_AXES + ADMISSION_FIGURES + FLEET_AXES + FLEET_FIGURES)
+                   + ADMISSION_AXES + ADMISSION_FIGURES + FLEET_AXES + FLEET_FIGURES
+                   + HYBRID_AXES + HYBRID_FIGURES)
 
 
 def columns(timed: bool = False, host: bool = False, fleet: bool = False,
-            admission: bool = False) -> tuple[str, ...]:
+            admission: bool = False, hybrid: bool = False) -> tuple[str, ...]:
     """The columns of a row of that kind, in order: :data:`ROW_FIELDS`, with the timing axes
     after ``seed``, the host point (its admission) and the fleet point after them, the timed
     figures after ``failed_admissions``, the host figures (admission's) and the fleet figures
-    after them. Admission columns only in a row that gives one: other kinds keep theirs."""
+    after them, a hybrid model's last. Admission and hybrid columns only in a row that gives
+    one: other kinds keep theirs."""
     adm = host and admission
     axes = ((TIMED_AXES if timed else ()) + (HOST_AXES if host else ())
-            + (ADMISSION_AXES if adm else ()) + (FLEET_AXES if fleet else ()))
+            + (ADMISSION_AXES if adm else ()) + (FLEET_AXES if fleet else ())
+            + (HYBRID_AXES if hybrid else ()))
     figures = ((TIMED_FIGURES if timed else ()) + (HOST_FIGURES if host else ())
-               + (ADMISSION_FIGURES if adm else ()) + (FLEET_FIGURES if fleet else ()))
+               + (ADMISSION_FIGURES if adm else ()) + (FLEET_FIGURES if fleet else ())
+               + (HYBRID_FIGURES if hybrid else ()))
     seed = ROW_FIELDS.index("seed") + 1
     failed = ROW_FIELDS.index("failed_admissions") + 1
     return (*ROW_FIELDS[:seed], *axes, *ROW_FIELDS[seed:failed], *figures,
@@ -179,7 +195,7 @@ ADMISSION_COLUMN_SETS = tuple(columns(timed, True, fleet, True)
 # The columns a result file may have.
 COLUMN_SETS = (ROW_FIELDS, TIMED_ROW_FIELDS, HOST_ROW_FIELDS, TIMED_HOST_ROW_FIELDS,
                FLEET_ROW_FIELDS, FLEET_HOST_ROW_FIELDS, *LEGACY_COLUMN_SETS,
-               *ADMISSION_COLUMN_SETS)
+               *ADMISSION_COLUMN_SETS, columns(hybrid=True), columns(timed=True, hybrid=True))
 # Wall-clock timings: the only fields that differ between two runs of one cell (the timed
 # replay's figures are in virtual time, and the same for every run).
 TIMING_FIELDS = ("replay_s", "cache_s")
@@ -195,6 +211,11 @@ def is_host(row: dict[str, Any]) -> bool:
     return row.get("write_policy") is not None
 
 
+def is_hybrid(row: dict[str, Any]) -> bool:
+    """Whether ``row`` is a hybrid model's cell (its ``model_arch`` is set)."""
+    return row.get("model_arch") is not None
+
+
 def is_admission(row: dict[str, Any]) -> bool:
     """Whether ``row``'s host tier has an admission policy (its ``admission`` is set)."""
     return row.get("admission") is not None
@@ -208,7 +229,8 @@ def is_fleet(row: dict[str, Any]) -> bool:
 def row_fields(row: dict[str, Any]) -> tuple[str, ...]:
     """The columns of ``row``'s kind (:func:`columns`): timed or not, host tier or not, fleet
     or not."""
-    return columns(is_timed(row), is_host(row), is_fleet(row), is_admission(row))
+    return columns(is_timed(row), is_host(row), is_fleet(row), is_admission(row),
+                   is_hybrid(row))
 
 
 class RowError(ValueError):

@@ -29,6 +29,8 @@ A grid file (YAML or TOML) has the command line's axes as keys::
     write_threshold: 2        # one value: the write-through policies' backup threshold
     replicas: [1, 2, 4]       # with timing: a fleet of N replicas behind a router (or "1..8*2")
     router: [round_robin, 'cache_aware={"cache_threshold": 0.5}']  # NAME or NAME=JSON
+    model_arch: [gpt-oss-120b]  # a hybrid model's cache; kv_memory: 40GiB, swa_full_tokens_ratio,
+                                # mamba_full_memory_ratio: its axes too (hybrid_axes)
 
 A list is taken item by item; a string is read with the command line's
 syntax (:mod:`radix_evict.sim.sweep.values`). Options given on the command
@@ -75,6 +77,7 @@ from radix_evict.sim.sweep.grid import (
     TimingAxes,
     cost_model_key,
 )
+from radix_evict.sim.sweep.hybrid_axes import HYBRID_KEYS, make_hybrid_axes, read_hybrid_keys
 from radix_evict.sim.sweep.sources import make_sources
 from radix_evict.sim.sweep.values import (
     SweepValueError,
@@ -106,7 +109,7 @@ HOST_KEYS = ("host_tokens", "hicache_ratio", "write_policy", "host_policy", "hos
              "write_threshold", "admission")
 FLEET_KEYS = ("replicas", "router")  # a fleet (timed): --replicas, --router
 FILE_KEYS = ("policies", "pool_tokens", "page_size", "workloads", "traces", "params", "seeds",
-             "oracle", "hidden", *TIMING_KEYS, *HOST_KEYS, *FLEET_KEYS, "grids")
+             "oracle", "hidden", *TIMING_KEYS, *HOST_KEYS, *FLEET_KEYS, *HYBRID_KEYS, "grids")
 # What one entry of ``grids`` may set: everything but the list itself and the summary's
 # objective (one for the whole sweep).
 GRID_ENTRY_KEYS = tuple(k for k in FILE_KEYS if k not in ("grids", "objective"))
@@ -151,6 +154,11 @@ class GridParts:
     # A fleet (timed grids): replica counts, and routers with their configs as given.
     replicas: list[int] | None = None
     routers: list[tuple[str, dict[str, Any] | None]] | None = None
+    # A hybrid model (hybrid_axes): architectures, KV budgets, the two split ratios.
+    model_archs: list[str] | None = None
+    kv_memories: list[str] | None = None
+    swa_ratios: list[float] | None = None
+    mamba_ratios: list[float] | None = None
     # Several grids swept as one (a grid file's ``grids``): each entry's own axes, over
     # these (the shared ones); None for one grid. See :meth:`expand`.
     grids: list[GridParts] | None = None
@@ -258,6 +266,9 @@ def make_grid(parts: GridParts) -> Grid:
         hidden=bool(parts.hidden),
         host=host,
         fleet=fleet,
+        hybrid=make_hybrid_axes(parts.model_archs, parts.kv_memories, parts.swa_ratios,
+                                parts.mamba_ratios, host=host is not None,
+                                fleet=fleet is not None),
     )
 
 
@@ -492,6 +503,8 @@ def _parts(path: Path, data: Mapping[str, Any], at: str | None = None) -> GridPa
     _timing_parts(path, data, parts, where)
     _host_parts(data, parts, where)
     _fleet_parts(data, parts, where)
+    for name, values in read_hybrid_keys(data, where).items():
+        setattr(parts, name, values)
     return parts
 
 

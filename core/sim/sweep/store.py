@@ -57,6 +57,7 @@ from radix_evict.sim.sweep.schema import (
     is_admission,
     is_fleet,
     is_host,
+    is_hybrid,
     is_timed,
     row_fields,
 )
@@ -130,11 +131,12 @@ class ResultFile:
     columns; an untimed sweep's CSV is refused); ``host``: some have a host
     tier (the same, with the host columns); ``fleet``: some are fleet cells (the
     same, with the fleet columns); ``admission``: some host tiers have an admission
-    policy (the same, with its columns).
+    policy (the same, with its columns); ``hybrid``: some replay a hybrid model (the same).
     """
 
     def __init__(self, path: Path, *, write: bool = False, timed: bool = False,
-                 host: bool = False, fleet: bool = False, admission: bool = False) -> None:
+                 host: bool = False, fleet: bool = False, admission: bool = False,
+                 hybrid: bool = False) -> None:
         self._fh: IO[str] | None = None
         self._csv: Any = None
         self._lock: FileLock | None = None
@@ -144,6 +146,7 @@ class ResultFile:
         self.host = host
         self.fleet = fleet
         self.admission = admission
+        self.hybrid = hybrid
         self.columns: tuple[str, ...] | None = None  # a CSV file's header, once read
         self.rows: dict[str, dict[str, Any]] = {}
         self.torn = 0  # bytes of an unfinished last line, dropped when writing starts
@@ -167,7 +170,8 @@ class ResultFile:
                 for row in self._read():
                     self.rows[row["cell"]] = row
             if self.format == ".csv" and self.columns is not None:
-                missing = set(columns(timed, host, fleet, admission)) - set(self.columns) - {VIA}
+                missing = (set(columns(timed, host, fleet, admission, hybrid))
+                           - set(self.columns) - {VIA})
                 if missing & set(TIMED_FIGURES):
                     raise ResultFileError(
                         f"{path}: an untimed sweep's file: its columns have no place for the "
@@ -314,7 +318,8 @@ class ResultFile:
             self._newline = False
         if self.format == ".csv":
             if new or self.columns is None:
-                self.columns = columns(self.timed, self.host, self.fleet, self.admission)
+                self.columns = columns(self.timed, self.host, self.fleet, self.admission,
+                                       self.hybrid)
             self._csv = csv.DictWriter(self._fh, fieldnames=list(self.columns))
             if new:
                 self._csv.writeheader()
@@ -351,7 +356,8 @@ class ResultFile:
         host = self.host or any(is_host(r) for r in self.rows.values())
         fleet = self.fleet or any(is_fleet(r) for r in self.rows.values())
         admission = self.admission or any(is_admission(r) for r in self.rows.values())
-        names = columns(timed, host, fleet, admission)
+        hybrid = self.hybrid or any(is_hybrid(r) for r in self.rows.values())
+        names = columns(timed, host, fleet, admission, hybrid)
         schema = pa.schema([(k, types[FIELD_TYPES[k]]) for k in names])
         table = pa.Table.from_pylist([_flat(r, names) for r in self.rows.values()],
                                      schema=schema)

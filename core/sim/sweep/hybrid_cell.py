@@ -1,0 +1,57 @@
+"""A hybrid-model cell's replay and row: one policy through a model's hybrid cache.
+
+The row has the token replay's columns (``hit_rate`` is the reusable hit
+rate: every component of the prefix present), the timed figures when timed,
+the model's point (``model_arch``, ``kv_memory``, the split ratio its kind
+uses) and its own figures: ``full_hit_rate`` (what full-attention KV alone
+covered) and the pools the budget bought (``full_pool_tokens``,
+``swa_pool_tokens``, ``mamba_states``).
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Any
+
+from radix_evict.sim.curve import REPLAY
+from radix_evict.sim.sweep.cell import Cell
+from radix_evict.sim.sweep.schema import OK
+from radix_evict.sim.workloads import Workload
+
+__all__ = ["hybrid_figures", "run_hybrid_cell"]
+
+
+def hybrid_figures(run: Any, spec: Any) -> dict[str, Any]:
+    """A HybridRun's columns, and the pools of the spec it replayed with."""
+    return {
+        "requests": run.requests, "hit_rate": run.hit_rate, "full_hit_rate": run.full_hit_rate,
+        "p50_uncached": run.p50_uncached, "p99_uncached": run.p99_uncached,
+        "evicted_tokens": run.evicted_full, "failed_admissions": run.failed,
+        "full_pool_tokens": spec.pools.full_tokens, "swa_pool_tokens": spec.pools.swa_tokens,
+        "mamba_states": spec.pools.mamba_states,
+    }
+
+
+def run_hybrid_cell(cell: Cell, workload: Workload, base: dict[str, Any]) -> dict[str, Any]:
+    """Replay a hybrid cell, token or timed (errors propagate: the caller makes them rows);
+    ``base`` is its row with the coordinates filled in."""
+    from radix_evict.sim.hybrid_replay import replay_hybrid
+    from radix_evict.sim.hybrid_timed import replay_hybrid_timed
+    from radix_evict.sim.sweep.rows import timed_figures
+
+    assert cell.hybrid is not None
+    t0 = time.perf_counter()
+    spec = cell.hybrid.spec(cell.pool_tokens, workload.default_pool_tokens, cell.page_size)
+    timing = cell.timing_spec()
+    row = dict(base)
+    if timing is None:
+        run = replay_hybrid(workload, spec, cell.policy, cell.config)
+    else:
+        run, figures = replay_hybrid_timed(workload, spec, cell.policy, cell.config, timing)
+        row.update(timed_figures(SimpleNamespace(timing=figures)))  # type: ignore[arg-type]
+    row.update(hybrid_figures(run, spec))
+    row.update({"pool_tokens": spec.pools.full_tokens, "via": REPLAY,
+                "replay_s": time.perf_counter() - t0, "status": OK,
+                "config_source": "given" if cell.config is not None else "none"})
+    return row
