@@ -41,10 +41,11 @@ from radix_evict.sim.bound import (
     ceiling_is,
     oracle_is,
 )
-from radix_evict.sim.sweep.schema import TIMING_FIELDS, is_fleet
+from radix_evict.sim.sweep.schema import TIMING_FIELDS, is_fleet, is_hybrid
 
 from .common import DOCS, ROOT, apply_sections, md_cell, write_text
 from .results_fleet import section as fleet_section
+from .results_hybrid import section as hybrid_section
 
 PAGE = DOCS / "results.md"
 FOLDER = DOCS / "results"
@@ -211,7 +212,7 @@ def workloads(rows: Sequence[Row]) -> list[Workload]:
     """The workloads in the rows' order, each with the pools its policies ran at."""
     out: dict[str, Workload] = {}
     for r in rows:
-        if r["policy"] == CEILING or r["pool_tokens"] is None or is_fleet(r):
+        if r["policy"] == CEILING or r["pool_tokens"] is None or is_fleet(r) or is_hybrid(r):
             continue
         w = out.get(r["workload"])
         pools = tuple(sorted({*(w.pools if w else ()), r["pool_tokens"]}))
@@ -238,7 +239,7 @@ class Figures:
             if r["status"] != "ok":
                 self.failed.append(r)
                 continue
-            if is_fleet(r):  # the fleet has its own tables (results_fleet.py)
+            if is_fleet(r) or is_hybrid(r):  # own tables: results_fleet.py, results_hybrid.py
                 continue
             timed = r.get("cost_model") is not None
             if r["policy"] == CEILING:
@@ -491,6 +492,9 @@ def section(rows: Sequence[Row], meta: Mapping[str, Any]) -> str:
     fleet = fleet_section(rows, _title, pool_label)
     if fleet:
         out += ["", *fleet[:-1]]  # the fleet cells (results_fleet.py)
+    hybrid = hybrid_section(rows, _title)
+    if hybrid:
+        out += ["", *hybrid[:-1]]  # the hybrid models' cells (results_hybrid.py)
     return "\n".join(out)
 
 
