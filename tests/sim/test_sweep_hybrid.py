@@ -114,3 +114,16 @@ def test_a_grid_file_gives_the_hybrid_axes(tmp_path: Path) -> None:
     bad.write_text("model_arch: [1]\n", encoding="utf-8")
     with pytest.raises(SweepValueError, match="model_arch: expected names"):
         read_grid_file(bad)
+
+
+def test_each_model_has_its_own_best_configs() -> None:
+    from radix_evict.sim.sweep.summary import best_configs, workload_label
+
+    parts = GridParts(**SMALL, **HYBRID)
+    rows = run_sweep(plan_sweep(make_grid(parts)), local_executor(1)).rows
+    labels = {workload_label(r) for r in rows}
+    assert len(labels) == 3 and all(" on " in w for w in labels)
+    assert 'chat{"convs":12} on gpt-oss-120b, kv 2GiB, swa ratio 0.25' in labels
+    best = best_configs(rows)
+    assert {(b.workload, b.policy) for b in best} == {(w, p) for w in labels
+                                                      for p in ("lru", "lfu")}

@@ -48,18 +48,26 @@ from radix_evict.sim.sweep.grid import (
     host_line,
     timing_label,
 )
+from radix_evict.sim.sweep.hybrid_axes import HybridPoint
 from radix_evict.sim.sweep.rows import OK
-from radix_evict.sim.sweep.schema import is_host, is_timed
+from radix_evict.sim.sweep.schema import is_host, is_hybrid, is_timed
 from radix_evict.sim.winner import choose_by_objective
 
 Row = dict[str, Any]
 
 
 def workload_label(row: Row) -> str:
-    """``chat``, ``chat{"convs":50}`` or a trace path: one name per workload and parameters."""
+    """``chat``, ``chat{"convs":50}`` or a trace path: one name per workload and parameters;
+    a hybrid row's adds its model (``chat on gpt-oss-120b, kv 2GiB, swa ratio 0.8``), so each
+    model has its own best configs and curves."""
     params = row.get("params") or {}
     text = json.dumps(params, sort_keys=True, separators=(",", ":"))
-    return row["workload"] if not params else f"{row['workload']}{text}"
+    label = row["workload"] if not params else f"{row['workload']}{text}"
+    if is_hybrid(row):
+        label += " on " + HybridPoint(row["model_arch"], row.get("kv_memory"),
+                                      row.get("swa_full_tokens_ratio"),
+                                      row.get("mamba_full_memory_ratio")).label
+    return label
 
 
 def point_label(row: Row) -> str | None:
