@@ -44,9 +44,8 @@ def _click_exception() -> type[Exception]:
 
 
 # Exceptions the framework itself handles: usage errors (exit 2), --help, Ctrl-C, typer.Exit.
-FRAMEWORK_EXCEPTIONS: tuple[type[BaseException], ...] = (
-    typer.Exit, typer.Abort, _click_exception(),
-)
+FRAMEWORK_EXCEPTIONS: tuple[type[BaseException], ...] = (typer.Exit, typer.Abort,
+                                                        _click_exception())
 
 
 class GuardedGroup(TyperGroup):

@@ -15,6 +15,7 @@ from radix_evict.sim.fleet.plan_table import plan_table
 from . import output
 from .command import options_command, plain
 from .errors import mark_json
+from .simulate_options import HYBRID_FIELDS, KvMemoryOpt, MambaRatioOpt, ModelArchOpt, SwaRatioOpt
 from .simulate_report import render
 from .sweep_options import Texts, _opt
 
@@ -53,8 +54,11 @@ class PlanOptions:
     cost_model: Annotated[str | None, _opt("--cost-model", help="Preset ({presets}) or file.",
                                            show_default="llama3-8b-h100")] = None
     max_running: Annotated[int | None, _opt("--max-running", min=1, help="Most requests running "
-                                            "at once per replica.", show_default="SGLang's")] \
-        = None
+                                            "at once per replica.", show_default="SGLang's")] = None
+    model_arch: ModelArchOpt = None
+    kv_memory: KvMemoryOpt = None
+    swa_full_tokens_ratio: SwaRatioOpt = None
+    mamba_full_memory_ratio: MambaRatioOpt = None
     jobs: Annotated[int, _opt("--jobs", "-j", min=1, help="Worker processes: probes of several "
                               "settings run at once.")] = 1
     ray: Annotated[str | None, _opt("--ray", help="Run the probes as Ray tasks, as sweep --ray "
@@ -70,7 +74,7 @@ PANELS = {
     "Workload": ("trace", "workload", "param", "seed"),
     "SLO and search": ("slo_ttft", "percentile", "max_replicas", "start_replicas"),
     "Settings": ("policy", "config", "router", "host_tokens"),
-    "Replica": ("pool_tokens", "page_size", "cost_model", "max_running"),
+    "Replica": ("pool_tokens", "page_size", "cost_model", "max_running", *HYBRID_FIELDS),
     "Execution and output": ("jobs", "ray", "out", "json_out", "progress"),
 }
 

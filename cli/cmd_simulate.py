@@ -17,7 +17,6 @@ from radix_evict.engine.compare import MODELS, compare, engine_requests
 from radix_evict.sim.configs import describe_workload
 from radix_evict.sim.draw import plot_curve, plot_report
 from radix_evict.sim.fleet.draw import plot_fleet
-from radix_evict.sim.fleet.simulate import fleet_plan
 from radix_evict.sim.recommend import NOTHING_SERVED, Recommendation, recommend
 from radix_evict.sim.report import TIERS_WORKLOAD, SimulateReport
 from radix_evict.sim.simulate import (
@@ -29,6 +28,7 @@ from radix_evict.sim.simulate import (
     SimulateSettings,
     curve_plan,
     derived_notes,
+    fleet_replays,
     hybrid_plan,
     prepare,
     replay_plan,
@@ -114,8 +114,7 @@ def _replays(plan: SimulatePlan, o: SimulateOptions, s: SimulateSettings, verbos
         _show_single(rep)
     else:
         _show_matrix(rep)
-    n = f" of {plan.workload.num_requests:,} requests" if plan.single else ""
-    output.note(f"wall time {rep.wall_s:.2f} s for {len(rep.results)} replays{n}")
+    output.note(rep.wall_note(plan.single))
     if rep.failures:  # the others' figures stand; these are named, and the exit code is 2
         for f in rep.failures:
             output.error(f"{f}; its results are left out")
@@ -140,22 +139,17 @@ def _pool_curve(plan: SimulatePlan, o: SimulateOptions, s: SimulateSettings) -> 
 
 def _fleet(plan: SimulatePlan, o: SimulateOptions, s: SimulateSettings) -> None:
     """--replicas: each policy on the fleet; the plot, then the tables or JSON."""
-    assert plan.fleet is not None and plan.timing is not None
-    rep = fleet_plan(plan.runs, plan.workload, fleet=plan.fleet, timing=plan.timing,
-                     host=plan.host, pool_tokens=s.pool_tokens, page_size=s.page_size,
-                     seed=s.seed, reporter=output.Terminal(o.progress))
-    title = f"{rep.workload.name}: {plan.fleet.replicas} replicas behind {plan.fleet.router}"
+    rep = fleet_replays(plan, s, output.Terminal(o.progress))
     if plan.plot is not None:
-        plot_fleet(plan.plot, rep.results, title)
+        plot_fleet(plan.plot, rep.results, rep.title)
         output.note(f"wrote plot {plan.plot.path}")
     if o.json_out:
         output.emit_json(rep.to_json())
     else:
-        output.stdout().print(fleet_table(rep.results, title + " (timed replay)"))
+        output.stdout().print(fleet_table(rep.results, rep.title + " (timed replay)"))
         for r in rep.results:
             output.stdout().print(replica_table(r, f"{r.policy}: per replica"))
-    output.note(f"wall time {rep.wall_s:.2f} s for {len(rep.results)} fleet replays of "
-                f"{plan.workload.num_requests:,} requests")
+    output.note(rep.wall_note())
 
 
 def _engine(plan: SimulatePlan, o: SimulateOptions) -> None:

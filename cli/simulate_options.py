@@ -57,7 +57,8 @@ HostPolicyOpt = Annotated[str | None, typer.Option(
     help=HOST_POLICY_HELP.replace(" (default: the device policy, as SGLang does)", ""))]
 HostConfigOpt = Annotated[str | None, typer.Option("--host-config", help=HOST_CONFIG_HELP)]
 
-# The timed options sweep shares (cli/sweep_options.py); the rest are SimulateOptions fields.
+# The timed options sweep shares (cli/sweep_options.py) and a hybrid model's, which plan shares
+# (cli/cmd_plan.py); the rest are SimulateOptions fields.
 ConcurrencyOpt = Annotated[int | None, typer.Option(
     "--concurrency", min=1,
     help="With --timing: a closed loop of N clients; each sends its next request (or starts "
@@ -74,6 +75,18 @@ ChunkedPrefillOpt = Annotated[int | None, typer.Option(
     "--chunked-prefill-size", min=0,
     help="With --timing: prefill a long prompt in chunks of N tokens (SGLang's option; "
          "0 = no chunking).", show_default="8192")]
+HYBRID_FIELDS = ("model_arch", "kv_memory", "swa_full_tokens_ratio", "mamba_full_memory_ratio")
+ModelArchOpt = Annotated[str | None, typer.Option(
+    "--model-arch", help="Replay through a hybrid model's cache (sliding window or Mamba state "
+    "beside full attention, as SGLang's unified tree keeps them; docs/hybrid.md): "
+    "gpt-oss-120b, gemma-3-27b, qwen3-next-80b-a3b, llama-3-8b or a TOML layout.")]
+KvMemoryOpt = Annotated[str | None, typer.Option(
+    "--kv-memory", help="With --model-arch: KV memory per server, e.g. 40GiB, split between "
+    "the components as SGLang splits it.", show_default="--pool-tokens full tokens")]
+SwaRatioOpt = Annotated[float | None, typer.Option("--swa-full-tokens-ratio", help="With "
+    "--model-arch: window tokens per full token (SGLang's option).", show_default="0.8")]
+MambaRatioOpt = Annotated[float | None, typer.Option("--mamba-full-memory-ratio", help="With "
+    "--model-arch: Mamba state memory per full KV memory (SGLang's option).", show_default="0.9")]
 
 
 PANELS = {
@@ -88,8 +101,7 @@ PANELS = {
                   "host_policy", "host_config", "admission"),
     "Output": ("json_out", "plot", "metrics", "force", "progress", "jobs"),
     "Model/engine (--model)": ("model", "device", "baseline"),
-    "Hybrid models (--model-arch)": ("model_arch", "kv_memory", "swa_full_tokens_ratio",
-                                     "mamba_full_memory_ratio"),
+    "Hybrid models (--model-arch)": HYBRID_FIELDS,
 }
 
 
@@ -224,19 +236,10 @@ class SimulateOptions:
              "cpu).")] = "auto"
     baseline: Annotated[bool, typer.Option(
         "--baseline/--no-baseline", help="With --model: also run without a cache.")] = True
-    model_arch: Annotated[str | None, typer.Option(
-        "--model-arch", help="Replay through a hybrid model's cache (sliding window or Mamba "
-        "state beside full attention, as SGLang's unified tree keeps them; docs/hybrid.md): "
-        "gpt-oss-120b, gemma-3-27b, qwen3-next-80b-a3b, llama-3-8b or a TOML layout.")] = None
-    kv_memory: Annotated[str | None, typer.Option(
-        "--kv-memory", help="With --model-arch: KV memory, e.g. 40GiB, split between the "
-        "components as SGLang splits it.", show_default="--pool-tokens full tokens")] = None
-    swa_full_tokens_ratio: Annotated[float | None, typer.Option(
-        "--swa-full-tokens-ratio", help="With --model-arch: window tokens per full token "
-        "(SGLang's option).", show_default="0.8")] = None
-    mamba_full_memory_ratio: Annotated[float | None, typer.Option(
-        "--mamba-full-memory-ratio", help="With --model-arch: Mamba state memory per full KV "
-        "memory (SGLang's option).", show_default="0.9")] = None
+    model_arch: ModelArchOpt = None
+    kv_memory: KvMemoryOpt = None
+    swa_full_tokens_ratio: SwaRatioOpt = None
+    mamba_full_memory_ratio: MambaRatioOpt = None
 
     def settings(self) -> SimulateSettings:
         """These options as the library takes them (every field of the same name)."""

@@ -37,36 +37,60 @@ from radix_evict.sim.timed.server import Server
 from radix_evict.sim.timed.spec import TimingSpec
 from radix_evict.sim.workloads.base import Request, Workload
 
-__all__ = ["replay_hybrid_timed"]
+__all__ = ["HybridServing", "replay_hybrid_timed"]
+
+
+class HybridServing:
+    """One timed server's hybrid cache: the tree, its adapter and pool, the requests' states.
+
+    Built once per server (``replay_hybrid_timed``'s one, or each replica of a hybrid
+    fleet, ``sim.fleet.hybrid``), so both serve the same cache under the same rules.
+    """
+
+    def __init__(self, spec: HybridSpec, policy: str, policy_config: Any) -> None:
+        layout, P, sizes = spec.layout, spec.page_size, spec.pools
+        pools = HybridPools(sizes.full_tokens, sizes.swa_tokens, sizes.mamba_states, P)
+        grid = math.lcm(MAMBA_CHUNK, P)
+        self.layout, self.mamba_states = layout, sizes.mamba_states
+        self.cache = HybridRadixCache(pools, window=layout.window, mamba=layout.kind == "mamba",
+                                      policy=policy, policy_config=policy_config,
+                                      mamba_grid=grid)
+        self.seam = HybridServerCache(self.cache, mamba_track(P, grid, MAMBA_TRACK_INTERVAL))
+        self.pool = HybridServerPool(self.cache)
+        self.split_prompt = layout.kind == "full"  # the prompt's own checkpoint: full KV only
+        self.states: list[RequestState] = []
+
+    def context(self, req: Request) -> RequestState:
+        """The server's per-request context: the adapter's state of that request."""
+        st = RequestState(len(req.prompt))
+        self.states.append(st)
+        return st
+
+    def adjust(self, server: Server) -> None:
+        """Prefill charged per component; Mamba: a running request holds a state and locks
+        one in the tree, so at most half the states run."""
+        server.pairs = hybrid_pairs(self.layout)
+        if self.layout.kind == "mamba":
+            server.max_running = max(1, min(server.max_running, self.mamba_states // 2))
+
+    def check(self) -> None:
+        """The end-of-replay accounting (:func:`_check`)."""
+        _check(self.cache, self.states)
+
+    def full_hit_tokens(self) -> int:
+        """What full-attention KV alone covered, each request at its first match."""
+        return sum(s.full_hit for s in self.states if s.full_hit > 0)
 
 
 def replay_hybrid_timed(workload: Workload, spec: HybridSpec, policy: str, policy_config: Any,
                         timing: TimingSpec) -> tuple[HybridRun, TimedFigures]:
     """Serve ``workload`` on a fresh hybrid cache of ``spec``'s layout under ``policy``."""
-    layout, P, sizes = spec.layout, spec.page_size, spec.pools
-    pools = HybridPools(sizes.full_tokens, sizes.swa_tokens, sizes.mamba_states, P)
-    grid = math.lcm(MAMBA_CHUNK, P)
-    cache = HybridRadixCache(pools, window=layout.window, mamba=layout.kind == "mamba",
-                             policy=policy, policy_config=policy_config, mamba_grid=grid)
-    seam = HybridServerCache(cache, mamba_track(P, grid, MAMBA_TRACK_INTERVAL))
-    states: list[RequestState] = []
-
-    def context(req: Request) -> RequestState:
-        st = RequestState(len(req.prompt))
-        states.append(st)
-        return st
-
-    def adjust(server: Server) -> None:
-        server.pairs = hybrid_pairs(layout)
-        if layout.kind == "mamba":  # a running request holds a state and locks one in the tree
-            server.max_running = max(1, min(server.max_running, sizes.mamba_states // 2))
-
+    h = HybridServing(spec, policy, policy_config)
     tally = Tally(workload.num_requests, 0, True)
-    figures, _ = serve(workload, seam, HybridServerPool(cache), P, timing,  # type: ignore[arg-type]
-                       tally, split_prompt=layout.kind == "full", contexts=context,
-                       adjust=adjust)
-    _check(cache, states)
-    return _run(policy, tally, seam, layout, states), figures
+    figures, _ = serve(workload, h.seam, h.pool, spec.page_size, timing,  # type: ignore[arg-type]
+                       tally, split_prompt=h.split_prompt, contexts=h.context, adjust=h.adjust)
+    h.check()
+    return _run(policy, tally, h, spec.layout), figures
 
 
 def _check(cache: HybridRadixCache, states: list[RequestState]) -> None:
@@ -81,8 +105,7 @@ def _check(cache: HybridRadixCache, states: list[RequestState]) -> None:
             f"!= sizes {pools.size}")
 
 
-def _run(policy: str, tally: Tally, seam: HybridServerCache, layout: Any,
-         states: list[RequestState]) -> HybridRun:
+def _run(policy: str, tally: Tally, h: HybridServing, layout: Any) -> HybridRun:
     recs = tally.records or []
     hits = [r.hit_tokens for r in recs if r.admitted]
     u = np.asarray(tally.uncached or [0], dtype=np.float64)
@@ -96,10 +119,10 @@ def _run(policy: str, tally: Tally, seam: HybridServerCache, layout: Any,
     return HybridRun(
         policy=policy, requests=len(recs), admitted=tally.admitted, failed=tally.failed,
         prompt_tokens=tally.prompts, hit_tokens=tally.hits,
-        full_hit_tokens=sum(s.full_hit for s in states if s.full_hit > 0),
+        full_hit_tokens=h.full_hit_tokens(),
         mean_reusable_prefix=float(np.mean(hits)) if hits else 0.0,
         p50_uncached=float(np.percentile(u, 50)), p99_uncached=float(np.percentile(u, 99)),
-        evicted_full=seam.evicted[FULL],
-        evicted_aux=seam.evicted[aux] if aux is not None else 0,
+        evicted_full=h.seam.evicted[FULL],
+        evicted_aux=h.seam.evicted[aux] if aux is not None else 0,
         prefill_full_pairs=work[0], prefill_window_pairs=work[1],
         prefill_recurrent_tokens=work[2])

@@ -92,6 +92,11 @@ class SimulateReport:
         """The priority-tiers workload's results (its own table and JSON key)."""
         return [r for r in self.results if r.workload == TIERS_WORKLOAD]
 
+    def wall_note(self, single: bool) -> str:
+        """How long the replays took (``single``: of one workload, its request count said)."""
+        n = f" of {self.workloads[0].num_requests:,} requests" if single else ""
+        return f"wall time {self.wall_s:.2f} s for {len(self.results)} replays{n}"
+
     def cells(self, workload: str) -> list[ReplayResult]:
         """One workload's results, in policy order."""
         if self.matrix is None:

@@ -36,7 +36,13 @@ from radix_evict.sim.curve import CURVE
 from radix_evict.sim.draw import check_plot
 from radix_evict.sim.failures import AllRunsFailedError, RunFailure
 from radix_evict.sim.fleet.replay import FleetSpec
-from radix_evict.sim.fleet.simulate import FLEET_MODE, check_fleet, refuse_with_fleet
+from radix_evict.sim.fleet.simulate import (
+    FLEET_MODE,
+    FleetReport,
+    check_fleet,
+    fleet_plan,
+    refuse_with_fleet,
+)
 from radix_evict.sim.host import build_host, check_host_fits, check_transfer
 from radix_evict.sim.hybrid_replay import HybridReport, HybridSpec
 from radix_evict.sim.pool_curve_options import curve_sizes, refuse_with_curve
@@ -61,7 +67,7 @@ from radix_evict.sim.workloads.select import ALL, params_for, parse_params, work
 
 __all__ = ["CURVE_MODE", "ENGINE_MODE", "FLEET_MODE", "HYBRID_MODE", "QUIET", "REPLAY_MODE",
            "CurveReport", "Reporter", "SimulatePlan", "SimulateSettings", "curve_plan",
-           "derived_notes", "hybrid_plan", "prepare", "replay_plan"]
+           "derived_notes", "fleet_replays", "hybrid_plan", "prepare", "replay_plan"]
 
 ProgressFn = Callable[[int, int], None]
 REPLAY_MODE, CURVE_MODE, ENGINE_MODE = "replay", "pool-curve", "engine"
@@ -224,9 +230,9 @@ def prepare(s: SimulateSettings, *, models: Collection[str] = ()) -> SimulatePla
         return build_workloads(name, params, s.seed)
 
     if s.model_arch is not None:
-        return _prepare_hybrid(s, workloads, timing, {
+        return _prepare_hybrid(s, workloads, timing, fleet, {
             "--pool-curve": s.pool_curve is not None,
-            "a host tier": host is not None, "--replicas": fleet is not None,
+            "a host tier (--host-tokens, --hicache-ratio)": host is not None,
             "--model": s.model is not None, "--hints": bool(s.hints), "--oracle": s.oracle,
             "--plot": s.plot is not None, "--enable-metrics": s.metrics is not None})
     if s.kv_memory or s.swa_full_tokens_ratio or s.mamba_full_memory_ratio:
@@ -277,8 +283,10 @@ HYBRID_POLICIES = ("lru", "lfu", "slru", "priority")  # what the hybrid tree can
 
 
 def _prepare_hybrid(s: SimulateSettings, workloads: Callable[[], list[Workload]],
-                    timing: TimingSpec | None, refused: dict[str, bool]) -> SimulatePlan:
-    """--model-arch: one workload through a hybrid model's cache (docs/hybrid.md)."""
+                    timing: TimingSpec | None, fleet: FleetSpec | None,
+                    refused: dict[str, bool]) -> SimulatePlan:
+    """--model-arch: one workload through a hybrid model's cache (docs/hybrid.md); with
+    --replicas, on a fleet of them (``sim.fleet.hybrid``)."""
     from radix_evict.sim.hybrid_replay import build_spec
     from radix_evict.sim.models.presets import layout_from
 
@@ -299,7 +307,25 @@ def _prepare_hybrid(s: SimulateSettings, workloads: Callable[[], list[Workload]]
         raise OptionError(f"--model-arch: {e}") from None
     runs = build_runs(s.policies or list(HYBRID_POLICIES), s.configs)
     check_page(timing, s.page_size)
+    if fleet is not None:
+        from radix_evict.sim.fleet.hybrid import check_hybrid_runs
+
+        try:
+            check_hybrid_runs(runs, spec)
+        except ValueError as e:
+            raise OptionError(f"--model-arch: {e}") from None
+        return SimulatePlan(FLEET_MODE, runs, wls, timing, fleet=fleet, hybrid=spec)
     return SimulatePlan(HYBRID_MODE, runs, wls, timing, hybrid=spec)
+
+
+def fleet_replays(plan: SimulatePlan, s: SimulateSettings, reporter: Reporter = QUIET
+                  ) -> FleetReport:
+    """--replicas: each policy on the plan's fleet (with --model-arch, each replica on the
+    hybrid model's cache)."""
+    assert plan.fleet is not None and plan.timing is not None
+    return fleet_plan(plan.runs, plan.workload, fleet=plan.fleet, timing=plan.timing,
+                      host=plan.host, pool_tokens=s.pool_tokens, page_size=s.page_size,
+                      seed=s.seed, reporter=reporter, hybrid=plan.hybrid)
 
 
 def hybrid_plan(plan: SimulatePlan) -> HybridReport:

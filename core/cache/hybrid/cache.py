@@ -246,6 +246,24 @@ class HybridRadixCache:
         self._match_touch(best)
         return HybridMatch(best_len, full_hit, best, self._branching(full_hit, best_len))
 
+    def peek_prefix(self, tokens: Any) -> int:
+        """The reusable prefix :meth:`match_prefix` would find, read only: nothing split,
+        stamped or told the policy (what a router reads off a replica). A prefix ending
+        inside a node stops at that node's start, as ``RadixTree.locate`` does."""
+        key = np.asarray(tokens, dtype=np.int64)
+        key = key[: len(key) // self.page_size * self.page_size]
+        check = self._validators()
+        node, offset, best_len = self.root, 0, 0
+        while offset < len(key):
+            child = node.children.get(self._child_key(key, offset))
+            if child is None or self._match_len(child.key, key, offset) < len(child.key):
+                break
+            node = child
+            offset += len(child.key)
+            if check(node):
+                best_len = offset
+        return best_len
+
     def _match_touch(self, best: HybridNode) -> None:
         """Refresh the auxiliary LRU at the match's end, then stamp the path's times."""
         if self.aux == SWA and best is not self.root:

@@ -70,7 +70,7 @@ class FleetResult:
     requests: int
     prompt_tokens: int
     hit_tokens: int
-    hit_rate: float
+    hit_rate: float  # a hybrid model's: the reusable hit rate (every component present)
     fleet: TimedFigures
     per_replica: list[ReplicaFigures]
     balance: Balance
@@ -79,6 +79,7 @@ class FleetResult:
     route_s: float  # of which in the router
     wall_s: float
     records: list[JobRecord] = field(default_factory=list, repr=False)  # every request's
+    full_hit_rate: float | None = None  # a hybrid model's: what full-attention KV alone covered
 
     def to_json(self) -> dict[str, Any]:
         d = {k: v for k, v in asdict(self).items() if k != "records"}
@@ -114,9 +115,10 @@ def merged_records(servers: Sequence[Server]) -> list[JobRecord]:
 
 
 def fleet_result(workload: Workload, run: PolicyRun, spec: Any, timing: TimingSpec,
-                 setups: Sequence[Any], servers: Sequence[Server], *, cpu_s: float,
+                 replicas: Any, servers: Sequence[Server], *, cpu_s: float,
                  wall_s: float, route_s: float) -> FleetResult:
-    """The figures of a finished fleet replay (``spec``: its FleetSpec)."""
+    """The figures of a finished fleet replay (``spec``: its FleetSpec; ``replicas``: the
+    ReplicaMaker that built them)."""
     records = merged_records(servers)
     makespan = max((s.now for s in servers), default=0.0)
     figures = summarize(
@@ -129,15 +131,18 @@ def fleet_result(workload: Workload, run: PolicyRun, spec: Any, timing: TimingSp
     per = [_replica(s, i) for i, s in enumerate(servers)]
     prompts = sum(p.prompt_tokens for p in per)
     hits = sum(p.hit_tokens for p in per)
+    full = replicas.full_hit_tokens()
+    rc = replicas.run_config
     return FleetResult(
         workload=workload.name, policy=run.name,
-        policy_config=setups[0].run_config.as_dict(), config_source=setups[0].run_config.source,
+        policy_config=rc.as_dict(), config_source=rc.source,
         router=spec.router,
         router_config=dict(spec.router_config or {}), replicas=len(servers),
-        pool_tokens=setups[0].pool_size, page_size=setups[0].page_size,
+        pool_tokens=replicas.pool_size, page_size=replicas.page_size,
         requests=len(records), prompt_tokens=prompts, hit_tokens=hits,
         hit_rate=hits / prompts if prompts else 0.0, fleet=figures, per_replica=per,
         balance=Balance(_max_over_mean([p.requests for p in per]),
                         _max_over_mean([p.prompt_tokens for p in per])),
         gpu_hours=len(servers) * makespan / 3600, cpu_s=cpu_s, route_s=route_s,
-        wall_s=wall_s, records=records)
+        wall_s=wall_s, records=records,
+        full_hit_rate=None if full is None else full / prompts if prompts else 0.0)

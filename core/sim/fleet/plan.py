@@ -25,6 +25,7 @@ from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.errors import RadixEvictError
 from radix_evict.sim.configs import PolicyRun
 from radix_evict.sim.fleet.plan_search import Probe, ReplicaSearch
+from radix_evict.sim.hybrid_replay import HybridSpec
 from radix_evict.sim.sweep.host_axes import host_point_text
 from radix_evict.sim.sweep.keys import canonical_json
 from radix_evict.sim.timed.spec import TimingSpec
@@ -96,7 +97,8 @@ def probe_of(result: Any, percentile: int) -> Probe:
 
 @dataclass(frozen=True)
 class FleetProbe:
-    """Probes as fleet replays of one workload at one pool, page size and timing."""
+    """Probes as fleet replays of one workload at one pool, page size and timing (with
+    ``hybrid``, a HybridSpec: each replica on that hybrid model's cache, ``sim.fleet.hybrid``)."""
 
     workload: Workload
     pool_tokens: int
@@ -104,15 +106,21 @@ class FleetProbe:
     timing: TimingSpec
     percentile: int = DEFAULT_PERCENTILE
     seed: int = 0
+    hybrid: HybridSpec | None = None
 
     def __call__(self, setting: PlanSetting, replicas: int) -> Probe:
+        from radix_evict.sim.fleet.hybrid import replay_hybrid_fleet
         from radix_evict.sim.fleet.replay import FleetSpec, replay_fleet
 
         fleet = FleetSpec(replicas=replicas, router=setting.router,
                           router_config=setting.router_config, seed=self.seed)
-        result = replay_fleet(self.workload, setting.run, pool_tokens=self.pool_tokens,
-                              page_size=self.page_size, timing=self.timing, fleet=fleet,
-                              host=setting.host)
+        if self.hybrid is not None:
+            result = replay_hybrid_fleet(self.workload, setting.run, self.hybrid,
+                                         timing=self.timing, fleet=fleet)
+        else:
+            result = replay_fleet(self.workload, setting.run, pool_tokens=self.pool_tokens,
+                                  page_size=self.page_size, timing=self.timing, fleet=fleet,
+                                  host=setting.host)
         return probe_of(result, self.percentile)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.errors import OptionError
+from radix_evict.sim.configs import PolicyRun
 from radix_evict.sim.fleet.plan import (
     DEFAULT_MAX_REPLICAS,
     DEFAULT_PERCENTILE,
@@ -28,6 +29,7 @@ from radix_evict.sim.fleet.plan import (
 )
 from radix_evict.sim.fleet.plan_cells import ROW_PERCENTILES, CellProbe
 from radix_evict.sim.host import build_host, check_host_fits, check_transfer
+from radix_evict.sim.hybrid_replay import HybridSpec
 from radix_evict.sim.preflight import check_pool, check_workload_pools
 from radix_evict.sim.reads import path_inputs
 from radix_evict.sim.setup import build_runs, build_trace, build_workloads
@@ -61,6 +63,10 @@ class PlanRequest:
     page_size: int = 1
     cost_model: str | None = None
     max_running: int | None = None
+    model_arch: str | None = None  # each replica on this hybrid model's cache (docs/hybrid.md)
+    kv_memory: str | None = None  # per replica
+    swa_full_tokens_ratio: float | None = None
+    mamba_full_memory_ratio: float | None = None
     max_replicas: int = DEFAULT_MAX_REPLICAS
     start_replicas: int = 1  # the first probe: a guess; the search goes below it if it meets
     jobs: int | None = None
@@ -208,5 +214,38 @@ def prepare_plan(r: PlanRequest) -> PreparedPlan:
         check_host_fits(host, [pool])
     settings = [PlanSetting.of(run, name, config, host)
                 for host in hosts for name, config in routers for run in runs]
-    probe = FleetProbe(wl, pool, r.page_size, timing, r.percentile, r.seed)
+    hybrid = _hybrid(r, wl, runs, hosts)
+    if hybrid is not None:
+        pool = hybrid.pools.full_tokens
+    probe = FleetProbe(wl, pool, r.page_size, timing, r.percentile, r.seed, hybrid)
     return PreparedPlan(wl, settings, probe, r, _cell_probe(r, wl, timing, hosts))
+
+
+def _hybrid(r: PlanRequest, wl: Workload, runs: Sequence[PolicyRun],
+            hosts: Sequence[HostTierSpec | None]) -> HybridSpec | None:
+    """``--model-arch``: the hybrid cache each replica has (None without it), every policy
+    checked on it; what it does not go with named."""
+    from radix_evict.sim.fleet.hybrid import check_hybrid_runs
+    from radix_evict.sim.hybrid_replay import build_spec
+    from radix_evict.sim.models.presets import layout_from
+
+    if r.model_arch is None:
+        if (r.kv_memory, r.swa_full_tokens_ratio, r.mamba_full_memory_ratio) != (None,) * 3:
+            raise OptionError("--kv-memory, --swa-full-tokens-ratio and "
+                              "--mamba-full-memory-ratio go with --model-arch")
+        return None
+    if any(h is not None for h in hosts):
+        raise OptionError("--model-arch does not go with --host-tokens: a hybrid model's cache "
+                          "has no host tier here")
+    if r.out is not None or r.ray is not None:
+        raise OptionError("--model-arch does not go with --out or --ray (their sweep cells "
+                          "replay no hybrid fleet)")
+    try:
+        spec = build_spec(layout_from(r.model_arch), kv_memory=r.kv_memory,
+                          pool_tokens=r.pool_tokens, default_tokens=wl.default_pool_tokens,
+                          page_size=r.page_size, swa_ratio=r.swa_full_tokens_ratio,
+                          mamba_ratio=r.mamba_full_memory_ratio)
+        check_hybrid_runs(runs, spec)
+    except ValueError as e:
+        raise OptionError(f"--model-arch: {e}") from None
+    return spec

@@ -24,10 +24,10 @@ import numbers
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from radix_evict.cache.host_tier import HostTierSpec
-from radix_evict.sim.configs import PolicyRun
+from radix_evict.sim.configs import PolicyRun, RunConfig
 from radix_evict.sim.fleet.errors import FleetRouterError
 from radix_evict.sim.fleet.figures import FleetResult, fleet_result
 from radix_evict.sim.fleet.registry import build_router
@@ -36,7 +36,6 @@ from radix_evict.sim.fleet.server import Feed, Replica, ReplicaView
 from radix_evict.sim.replay import (  # the one-server replay's own set-up and final check
     _check_accounting,
     _set_up,
-    _Setup,
     contexts_for,
 )
 from radix_evict.sim.tally import Tally
@@ -44,7 +43,7 @@ from radix_evict.sim.timed.arrivals import Arrivals, arrivals_for
 from radix_evict.sim.timed.spec import TimingSpec
 from radix_evict.sim.workloads import Request, Workload
 
-__all__ = ["FleetSpec", "replay_fleet"]
+__all__ = ["FleetSpec", "ReplicaMaker", "replay_fleet", "run_fleet"]
 
 ProgressFn = Callable[[int, int], None]
 PROGRESS_STEPS = 200
@@ -72,8 +71,8 @@ class FleetSpec:
 class _Fleet:
     """The shared clock: replicas, the arrival source, the router and the three heaps."""
 
-    def __init__(self, workload: Workload, setups: list[_Setup], timing: TimingSpec,
-                 router: Router, progress: ProgressFn | None) -> None:
+    def __init__(self, workload: Workload, replicas: ReplicaMaker, count: int,
+                 timing: TimingSpec, router: Router, progress: ProgressFn | None) -> None:
         self.router, self.progress = router, progress
         self.total = workload.num_requests
         self.every = max(1, self.total // PROGRESS_STEPS)
@@ -84,12 +83,10 @@ class _Fleet:
         self.done = self.arrived = 0
         self.routed: dict[int, tuple[RoutedRequest, Request]] = {}  # by id(request), till done
         self.replicas: list[Replica] = []
-        for i, s in enumerate(setups):
-            tally = Tally(workload.num_requests, 0, False)
-            r = Replica(s.cache, s.pool, s.page_size, timing.cost_model, Feed(i, self._finished),
-                        timing.scheduler, tally, workload=workload.name,
-                        contexts=contexts_for(workload, s.cache))
-            r.attach(i, r.arrivals)  # type: ignore[arg-type]  # the Feed just given
+        for i in range(count):
+            feed = Feed(i, self._finished)
+            r = replicas.replica(i, feed)
+            r.attach(i, feed)
             r.idle = True
             self.replicas.append(r)
         self.views = [ReplicaView(r) for r in self.replicas]
@@ -177,6 +174,49 @@ def _index(value: object, replicas: list[Replica]) -> int | None:
     return i if 0 <= i < len(replicas) else None
 
 
+class ReplicaMaker(Protocol):
+    """How a fleet's replicas are built and checked (each its own cache), and what the
+    figures say of them: plain caches here, a hybrid model's in ``sim.fleet.hybrid``."""
+
+    run_config: RunConfig  # what each replica's policy runs with
+    pool_size: int  # tokens per replica (a hybrid cache's: its full-attention pool)
+    page_size: int
+
+    def replica(self, index: int, feed: Feed) -> Replica: ...
+
+    def check(self, index: int) -> None:
+        """The one-server replay's end-of-replay accounting, on replica ``index``'s cache."""
+
+    def full_hit_tokens(self) -> int | None:
+        """What full-attention KV alone covered over every replica (None: no hybrid cache)."""
+
+
+class _PlainReplicas:
+    """Each replica a timed server on a plain ``RadixCache`` (``sim.replay._set_up``)."""
+
+    def __init__(self, workload: Workload, run: PolicyRun, count: int, *, pool_tokens: int,
+                 page_size: int, timing: TimingSpec, host: HostTierSpec | None) -> None:
+        config = run.on(workload)  # resolved (or derived from the workload) once, not per replica
+        self.setups = [_set_up(workload, run, config, pool_tokens, page_size, host)
+                       for _ in range(count)]
+        self.workload, self.timing = workload, timing
+        s = self.setups[0]
+        self.run_config, self.pool_size, self.page_size = s.run_config, s.pool_size, s.page_size
+
+    def replica(self, index: int, feed: Feed) -> Replica:
+        s, wl, timing = self.setups[index], self.workload, self.timing
+        return Replica(s.cache, s.pool, s.page_size, timing.cost_model, feed, timing.scheduler,
+                       Tally(wl.num_requests, 0, False), workload=wl.name,
+                       contexts=contexts_for(wl, s.cache))
+
+    def check(self, index: int) -> None:
+        s = self.setups[index]
+        _check_accounting(s.cache, s.pool, s.pool_size)
+
+    def full_hit_tokens(self) -> int | None:
+        return None
+
+
 def replay_fleet(workload: Workload, run: PolicyRun, *, pool_tokens: int, page_size: int,
                  timing: TimingSpec, fleet: FleetSpec, host: HostTierSpec | None = None,
                  progress: ProgressFn | None = None) -> FleetResult:
@@ -193,22 +233,32 @@ def replay_fleet(workload: Workload, run: PolicyRun, *, pool_tokens: int, page_s
     router = build_router(fleet.router, fleet.router_config, replicas=fleet.replicas,
                           seed=fleet.seed)
     wall0, cpu0 = time.perf_counter(), time.thread_time()
-    config = run.on(workload)  # resolved (or derived from the workload) once, not per replica
-    setups = [_set_up(workload, run, config, pool_tokens, page_size, host)
-              for _ in range(fleet.replicas)]
-    f = _Fleet(workload, setups, timing, router, progress)
+    replicas = _PlainReplicas(workload, run, fleet.replicas, pool_tokens=pool_tokens,
+                              page_size=page_size, timing=timing, host=host)
+    return run_fleet(workload, run, replicas, timing=timing, fleet=fleet, router=router,
+                     progress=progress, started=(wall0, cpu0))
+
+
+def run_fleet(workload: Workload, run: PolicyRun, replicas: ReplicaMaker, *,
+              timing: TimingSpec, fleet: FleetSpec, router: Router,
+              progress: ProgressFn | None, started: tuple[float, float]) -> FleetResult:
+    """The fleet's replay on replicas ``replicas`` builds, each checked at the end;
+    ``started``: (wall, CPU) when its set-up began."""
+    wall0, cpu0 = started
+    f = _Fleet(workload, replicas, fleet.replicas, timing, router, progress)
     f.run()
     cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
-    for s, r in zip(setups, f.replicas, strict=True):
-        _check_replica(r, s)
+    for i, r in enumerate(f.replicas):
+        _check_replica(r)
+        replicas.check(i)
     if progress is not None:
         progress(f.done, f.total)
-    return fleet_result(workload, run, fleet, timing, setups, f.replicas, cpu_s=cpu,
+    return fleet_result(workload, run, fleet, timing, replicas, f.replicas, cpu_s=cpu,
                         wall_s=wall, route_s=f.t_route)
 
 
-def _check_replica(r: Replica, s: _Setup) -> None:
-    """The one-server replay's end checks, per replica."""
+def _check_replica(r: Replica) -> None:
+    """The one-server replay's end checks of its server, per replica."""
     from radix_evict.sim.replay import ReplayError
 
     r.tally.flush(r.now)
@@ -218,4 +268,3 @@ def _check_replica(r: Replica, s: _Setup) -> None:
             f"{len(r.feed.queue)} routed and never absorbed, {r.in_flight} in flight, "
             f"{len(r.unprefilled)} never prefilled and {r.deferred} decode slots counted but "
             "not returned")
-    _check_accounting(s.cache, s.pool, s.pool_size)

@@ -26,6 +26,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 
+from radix_evict.cache.tree import TokenKey
 from radix_evict.sim.timed.arrivals import Arrivals
 from radix_evict.sim.timed.job import Job
 from radix_evict.sim.timed.scheduler import INIT_NEW_TOKEN_RATIO
@@ -102,14 +103,19 @@ class Replica(Server):
     def pending_prefill(self) -> int:
         """:attr:`prefill_load`, the requests not yet estimated estimated now."""
         if self.unestimated:
-            locate, pending = self.cache.locate, self.unprefilled
+            cached, pending = self.cached_prefix, self.unprefilled
             for req in self.unestimated:
                 if pending.get(id(req)) == -1:
-                    est = len(req.prompt) - locate(req.prompt)[0]
+                    est = len(req.prompt) - cached(req.prompt)
                     pending[id(req)] = est
                     self.prefill_load += est
             self.unestimated.clear()
         return self.prefill_load
+
+    def cached_prefix(self, key: TokenKey) -> int:
+        """Tokens of ``key``'s page-aligned prefix in its device cache, read without a use
+        (a hybrid replica reads its tree's reusable prefix: ``sim.fleet.hybrid``)."""
+        return self.cache.locate(key)[0]
 
     def _prefilled(self, req: Request) -> None:
         est = self.unprefilled.pop(id(req), None)
@@ -227,4 +233,4 @@ class ReplicaView:
     def cached_prefix(self, key: Sequence[Hashable]) -> int:
         """Tokens of ``key``'s page-aligned prefix in its device cache, read without a use
         (to the start of the node a partial match ends in)."""
-        return self._r.cache.locate(key)[0]  # type: ignore[arg-type]
+        return self._r.cached_prefix(key)  # type: ignore[arg-type]  # the prompt's array

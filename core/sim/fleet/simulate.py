@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from radix_evict.cache.host_tier import HostTierSpec
@@ -26,6 +26,7 @@ from radix_evict.sim.fleet.errors import RouterConfigError, RouterPluginError
 from radix_evict.sim.fleet.figures import FleetResult
 from radix_evict.sim.fleet.registry import parse_router_config
 from radix_evict.sim.fleet.replay import FleetSpec, replay_fleet
+from radix_evict.sim.hybrid_replay import HybridSpec
 from radix_evict.sim.timed.spec import TimingSpec
 from radix_evict.sim.workloads import Workload
 
@@ -90,9 +91,19 @@ class FleetReport:
     page_size: int
     pool_tokens: int
     wall_s: float
+    hybrid: HybridSpec | None = None  # each replica on this hybrid model's cache
+
+    @property
+    def title(self) -> str:
+        return f"{self.workload.name}: {self.fleet.replicas} replicas behind {self.fleet.router}"
+
+    def wall_note(self) -> str:
+        return (f"wall time {self.wall_s:.2f} s for {len(self.results)} fleet replays of "
+                f"{self.workload.num_requests:,} requests")
 
     def to_json(self) -> dict[str, Any]:
         return {"mode": FLEET_MODE, "workload": describe_workload(self.workload),
+                **({} if self.hybrid is None else _model_json(self.hybrid)),
                 "seed": self.seed, "page_size": self.page_size,
                 "pool_tokens_per_replica": self.pool_tokens, "fleet": self.fleet.describe(),
                 "timing": self.timing.describe(),
@@ -102,11 +113,23 @@ class FleetReport:
                 "results": [r.to_json() for r in self.results], "total_wall_s": self.wall_s}
 
 
+def _model_json(spec: HybridSpec) -> dict[str, Any]:
+    """A hybrid fleet's model: the layout and the pools each replica's KV memory bought."""
+    lay = spec.layout
+    return {"model_arch": lay.name, "kind": lay.kind, "window": lay.window,
+            "kv_bytes": spec.kv_bytes, "pools": asdict(spec.pools)}
+
+
 def fleet_plan(runs: Sequence[PolicyRun], workload: Workload, *, fleet: FleetSpec,
                timing: TimingSpec, host: HostTierSpec | None, pool_tokens: int | None,
-               page_size: int, seed: int, reporter: _Reporter) -> FleetReport:
-    """Each policy's replay on the fleet, one after another (each fleet is one process's)."""
-    pool = workload.default_pool_tokens if pool_tokens is None else pool_tokens
+               page_size: int, seed: int, reporter: _Reporter,
+               hybrid: HybridSpec | None = None) -> FleetReport:
+    """Each policy's replay on the fleet, one after another (each fleet is one process's);
+    with ``hybrid``, each replica on that hybrid model's cache (``sim.fleet.hybrid``)."""
+    from radix_evict.sim.fleet.hybrid import replay_hybrid_fleet
+
+    pool = (hybrid.pools.full_tokens if hybrid is not None
+            else workload.default_pool_tokens if pool_tokens is None else pool_tokens)
     reporter.note(f"workload {workload.name}: {workload.num_requests:,} requests on "
                   f"{fleet.replicas} replicas behind {fleet.router}; pool {pool:,} tokens "
                   f"per replica, page {page_size}; policies {', '.join(r.name for r in runs)}")
@@ -114,7 +137,10 @@ def fleet_plan(runs: Sequence[PolicyRun], workload: Workload, *, fleet: FleetSpe
     results = []
     for run in runs:
         with reporter.progress(f"{run.name} on {fleet.replicas} replicas") as prog:
-            results.append(replay_fleet(workload, run, pool_tokens=pool, page_size=page_size,
-                                        timing=timing, fleet=fleet, host=host, progress=prog))
+            results.append(
+                replay_fleet(workload, run, pool_tokens=pool, page_size=page_size, timing=timing,
+                             fleet=fleet, host=host, progress=prog) if hybrid is None else
+                replay_hybrid_fleet(workload, run, hybrid, timing=timing, fleet=fleet,
+                                    progress=prog))
     return FleetReport(workload, results, fleet, timing, host, seed, page_size, pool,
-                       time.perf_counter() - t0)
+                       time.perf_counter() - t0, hybrid)

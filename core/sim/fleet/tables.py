@@ -24,14 +24,17 @@ def fleet_table(results: Sequence[FleetResult], title: str) -> TextTable:
     t = TextTable(title)
     t.add_column("policy")
     slo = any(r.fleet.slo_attainment is not None for r in results)
-    cols = ["hit rate", "req max/mean", "tok max/mean", "TTFT p50", "TTFT p99", "TPOT p50",
-            "TPOT p99", "queue p50", "queue p99", *(["SLO met"] if slo else []), "GPU-h"]
+    full = any(r.full_hit_rate is not None for r in results)  # a hybrid model's cache
+    cols = ["hit rate", *(["full-KV hit"] if full else []), "req max/mean", "tok max/mean",
+            "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "queue p50", "queue p99",
+            *(["SLO met"] if slo else []), "GPU-h"]
     for col in cols:
         t.add_column(col, justify="right")
     for r in results:
         f = r.fleet
         tpot = ("-", "-") if f.tpot_ms is None else (_ms(f.tpot_ms.p50), _ms(f.tpot_ms.p99))
-        cells = [_pct(r.hit_rate), f"{r.balance.requests_max_over_mean:.2f}",
+        cells = [_pct(r.hit_rate), *([_pct(r.full_hit_rate or 0.0)] if full else []),
+                 f"{r.balance.requests_max_over_mean:.2f}",
                  f"{r.balance.tokens_max_over_mean:.2f}", _ms(f.ttft_ms.p50),
                  _ms(f.ttft_ms.p99), *tpot, _ms(f.queue_ms.p50), _ms(f.queue_ms.p99)]
         if slo:
@@ -42,6 +45,9 @@ def fleet_table(results: Sequence[FleetResult], title: str) -> TextTable:
                  f"cost model {first.fleet.cost_model}; max/mean: the busiest replica's share "
                  "of requests and prompt tokens over the mean (1.00 = even); GPU-h = replicas "
                  "x makespan")
+    if full:
+        t.caption += ("; hit rate: reusable (every component present), full-KV: what full "
+                      "attention alone holds (docs/hybrid.md)")
     if any(r.fleet.refused for r in results):
         t.caption += "; refused requests (too large for a replica's pool) count as SLO misses"
     return t

@@ -1,0 +1,70 @@
+"""CLI: a hybrid model's cache on a fleet: ``simulate --model-arch --replicas`` and
+``plan --model-arch`` (docs/hybrid.md, "Fleets and capacity plans")."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers.rigs import run_cli, simulate_json
+
+SMALL = ["--param", "convs=12", "--page-size", "16", "--no-progress"]
+OSS = ["--model-arch", "gpt-oss-120b"]
+TLRU = ["-p", "tlru", "-c", '{"threshold": 1024, "next_prompt_estimate": 128}']
+
+pytestmark = pytest.mark.usefixtures("only_builtin_plugins")
+
+
+def test_one_replica_is_the_one_server_hybrid_timed_replay() -> None:
+    """--replicas 1 on the hybrid cache: the fleet's figures are --model-arch --timing's."""
+    args = [*SMALL, *OSS, "--kv-memory", "2GiB", "--timing", "-p", "lru"]
+    one = simulate_json(*args)["results"][0]
+    fleet = simulate_json(*args, "--replicas", "1", "--router", "kv_events")
+    (r,) = fleet["results"]
+    assert fleet["mode"] == "fleet" and fleet["model_arch"] == "gpt-oss-120b"
+    assert fleet["pools"]["full_tokens"] == r["pool_tokens"]
+    assert r["fleet"]["ttft_ms"] == one["timing"]["ttft_ms"]
+    assert r["hit_rate"] == one["hit_rate"] and r["full_hit_rate"] == one["full_hit_rate"]
+
+
+@pytest.mark.parametrize("arch", ["gpt-oss-120b", "qwen3-next-80b-a3b"])
+def test_two_replicas_show_the_reusable_and_the_full_kv_hit_rate(arch: str) -> None:
+    r = run_cli("simulate", *SMALL, "--model-arch", arch, "--kv-memory", "1GiB", "--timing",
+                "-p", "lru", "--replicas", "2", "--router", "cache_aware")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "2 replicas behind cache_aware" in r.stdout and "full-KV hit" in r.stdout
+    assert "lru: per replica" in r.stdout
+
+
+def test_plan_finds_the_count_for_a_hybrid_model() -> None:
+    """gpt-oss at 256 MiB a replica: one replica queues for seconds, two meet 4 s."""
+    r = run_cli("plan", *SMALL, *OSS, "--kv-memory", "256MiB", "--slo-ttft", "4000",
+                "--router", "cache_aware", "--max-replicas", "8", "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    (s,) = json.loads(r.stdout)["settings"]
+    assert s["replicas"] == 2
+    assert [p["replicas"] for p in s["probes"]] == [1, 2]
+    assert s["probes"][0]["ttft_ms"] > 4000 >= s["probes"][1]["ttft_ms"]
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "message"),
+    [
+        ("plan", ["--kv-memory", "2GiB"], "go with --model-arch"),
+        ("plan", ["--swa-full-tokens-ratio", "0.5"], "--swa-full-tokens-ratio"),
+        ("plan", [*OSS, "--host-tokens", "100K"], "--model-arch does not go with --host-tokens"),
+        ("plan", [*OSS, "--out", "plan.jsonl"], "--model-arch does not go with --out"),
+        ("plan", ["--model-arch", "gpt-5"], "unknown model architecture 'gpt-5'"),
+        ("plan", [*OSS, "--kv-memory", "lots"], "not a memory size"),
+        ("plan", [*OSS, *TLRU], "hybrid tree does not keep"),
+        ("simulate", [*OSS, "--timing", "--replicas", "2", "--host-tokens", "100000"],
+         "--host-tokens"),
+        ("simulate", [*OSS, "--timing", "--replicas", "2", *TLRU], "hybrid tree does not keep"),
+        ("simulate", [*OSS, "--replicas", "2"], "give --timing with --replicas"),
+    ],
+)
+def test_bad_options_are_named(command: str, args: list[str], message: str) -> None:
+    extra = ["--slo-ttft", "100"] if command == "plan" else []
+    r = run_cli(command, *SMALL, *extra, *args)
+    assert r.exit_code != 0
+    assert message in r.output, r.output
