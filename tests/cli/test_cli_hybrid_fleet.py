@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from helpers.rigs import run_cli, simulate_json
@@ -47,13 +48,33 @@ def test_plan_finds_the_count_for_a_hybrid_model() -> None:
     assert s["probes"][0]["ttft_ms"] > 4000 >= s["probes"][1]["ttft_ms"]
 
 
+def test_plan_out_keeps_hybrid_fleet_rows_and_resumes(tmp_path: Path) -> None:
+    """plan --out with a hybrid model: each probe a sweep fleet cell on the model's cache, its
+    row naming the model and pools; a rerun takes every probe from the file."""
+    out = tmp_path / "plan.jsonl"
+    args = ["plan", *SMALL, *OSS, "--kv-memory", "256MiB", "--slo-ttft", "4000",
+            "--router", "cache_aware", "--max-replicas", "8", "--json", "--out", str(out)]
+    first = run_cli(*args)
+    assert first.exit_code == 0, first.output
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert sorted(r["replicas"] for r in rows) == [1, 2]
+    assert all(r["model_arch"] == "gpt-oss-120b" and r["kv_memory"] == "256MiB"
+               and r["full_hit_rate"] >= r["hit_rate"] and r["swa_pool_tokens"] > 0
+               for r in rows)
+    (s,) = json.loads(first.stdout)["settings"]
+    assert s["replicas"] == 2
+    again = run_cli(*args)
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["settings"][0]["replicas"] == 2
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 2  # nothing replayed again
+
+
 @pytest.mark.parametrize(
     ("command", "args", "message"),
     [
         ("plan", ["--kv-memory", "2GiB"], "go with --model-arch"),
         ("plan", ["--swa-full-tokens-ratio", "0.5"], "--swa-full-tokens-ratio"),
         ("plan", [*OSS, "--host-tokens", "100K"], "--model-arch does not go with --host-tokens"),
-        ("plan", [*OSS, "--out", "plan.jsonl"], "--model-arch does not go with --out"),
         ("plan", ["--model-arch", "gpt-5"], "unknown model architecture 'gpt-5'"),
         ("plan", [*OSS, "--kv-memory", "lots"], "not a memory size"),
         ("plan", [*OSS, *TLRU], "hybrid tree does not keep"),

@@ -127,3 +127,29 @@ def test_each_model_has_its_own_best_configs() -> None:
     best = best_configs(rows)
     assert {(b.workload, b.policy) for b in best} == {(w, p) for w in labels
                                                       for p in ("lru", "lfu")}
+
+
+def test_a_fleet_cell_on_a_hybrid_model_is_the_hybrid_fleet_replay() -> None:
+    from radix_evict.sim.configs import PolicyRun
+    from radix_evict.sim.fleet.hybrid import replay_hybrid_fleet
+    from radix_evict.sim.fleet.replay import FleetSpec
+
+    parts = GridParts(**{**SMALL, "policies": ["lru"]}, model_archs=["qwen3-next-80b-a3b"],
+                      kv_memories=["1GiB"], timing=True, replicas=[2],
+                      routers=[("cache_aware", None)])
+    grid = make_grid(parts)
+    (cell,) = grid.cells()
+    assert json.loads(cell.key)["hybrid"] == {"model_arch": "qwen3-next-80b-a3b",
+                                              "kv_memory": "1GiB"}
+    (row,) = run_sweep(plan_sweep(grid), local_executor(1)).rows
+    assert row["status"] == "ok", row
+    workload = build_workload(cell.source, 0)
+    spec = cell.hybrid.spec(None, workload.default_pool_tokens, 16)  # type: ignore[union-attr]
+    timing = cell.timing_spec()
+    assert timing is not None
+    result = replay_hybrid_fleet(workload, PolicyRun("lru"), spec, timing=timing,
+                                 fleet=FleetSpec(2, "cache_aware"))
+    assert (row["hit_rate"], row["full_hit_rate"]) == (result.hit_rate, result.full_hit_rate)
+    assert row["ttft_p99_ms"] == result.fleet.ttft_ms.p99 and row["replicas"] == 2
+    assert row["mamba_states"] == spec.pools.mamba_states
+    assert set(columns(timed=True, fleet=True, hybrid=True)) <= set(row)

@@ -23,6 +23,7 @@ from radix_evict.sim.fleet.plan import PlanProbeError, PlanSetting, Probe
 from radix_evict.sim.sweep.cell import Cell, Source
 from radix_evict.sim.sweep.fingerprints import cell_inputs, input_files
 from radix_evict.sim.sweep.fleet_axes import FleetPoint
+from radix_evict.sim.sweep.hybrid_axes import HybridPoint
 from radix_evict.sim.sweep.rows import run_cell
 from radix_evict.sim.sweep.run import Executor
 from radix_evict.sim.sweep.store import ResultFile
@@ -59,13 +60,15 @@ class CellProbe:
     results: ResultFile | None  # None: nothing kept (plan --ray without --out)
     executor: Executor
     trace: str | None = None  # its path, when the source is a trace (its digest is in keys)
+    hybrid: HybridPoint | None = None  # each replica on this hybrid model's cache
 
     def cell(self, setting: PlanSetting, replicas: int) -> Cell:
         """The sweep cell of ``setting`` at ``replicas`` (its key is the probe's name)."""
         inputs = cell_inputs(input_files(self.trace, setting.run.config))
         return Cell(setting.run.policy, setting.run.config, self.pool_tokens, self.page_size,
                     self.source, self.seed, self.point, setting.host, inputs,
-                    FleetPoint(replicas, setting.router, setting.router_config_json))
+                    FleetPoint(replicas, setting.router, setting.router_config_json),
+                    self.hybrid)
 
     def _kept(self, cell: Cell) -> dict[str, Any] | None:
         row = None if self.results is None else self.results.rows.get(cell.key)

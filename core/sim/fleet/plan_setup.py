@@ -156,6 +156,7 @@ def _cell_probe(r: PlanRequest, wl: Workload, timing: TimingSpec,
         return None
     from radix_evict.outputs import refuse_inputs
     from radix_evict.sim.sweep.cell import Source, page_pool
+    from radix_evict.sim.sweep.hybrid_axes import HybridPoint
     from radix_evict.sim.sweep.run import local_executor, ray_executor
     from radix_evict.sim.sweep.store import ResultFile, ResultFileError
     from radix_evict.sim.sweep.timing_axes import TimingPoint
@@ -173,12 +174,16 @@ def _cell_probe(r: PlanRequest, wl: Workload, timing: TimingSpec,
         refuse_inputs("--out", r.out, "plan result file", path_inputs("--trace", [r.trace]))
         try:
             results = ResultFile(r.out, write=True, timed=True,
-                                 host=any(h is not None for h in hosts), fleet=True)
+                                 host=any(h is not None for h in hosts), fleet=True,
+                                 hybrid=r.model_arch is not None)
         except ResultFileError as exc:
             raise OptionError(str(exc)) from None
     return CellProbe(wl, source, seed, page_pool(r.pool_tokens, r.page_size), r.page_size,
                      point, r.percentile, results, executor,
-                     None if r.trace is None else source.name)
+                     None if r.trace is None else source.name,
+                     None if r.model_arch is None else HybridPoint(
+                         r.model_arch, r.kv_memory, r.swa_full_tokens_ratio,
+                         r.mamba_full_memory_ratio))
 
 
 def prepare_plan(r: PlanRequest) -> PreparedPlan:
@@ -237,9 +242,6 @@ def _hybrid(r: PlanRequest, wl: Workload, runs: Sequence[PolicyRun],
     if any(h is not None for h in hosts):
         raise OptionError("--model-arch does not go with --host-tokens: a hybrid model's cache "
                           "has no host tier here")
-    if r.out is not None or r.ray is not None:
-        raise OptionError("--model-arch does not go with --out or --ray (their sweep cells "
-                          "replay no hybrid fleet)")
     try:
         spec = build_spec(layout_from(r.model_arch), kv_memory=r.kv_memory,
                           pool_tokens=r.pool_tokens, default_tokens=wl.default_pool_tokens,

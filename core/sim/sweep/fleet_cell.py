@@ -52,18 +52,26 @@ def run_fleet_cell(cell: Cell, workload: Workload, base: dict[str, Any],
                    progress: Any = None) -> dict[str, Any]:
     """Replay a fleet cell (errors propagate: the caller makes them rows); ``base`` is its
     row with the coordinates filled in."""
+    from radix_evict.sim.fleet.hybrid import replay_hybrid_fleet
     from radix_evict.sim.fleet.replay import replay_fleet
+    from radix_evict.sim.sweep.hybrid_cell import pool_figures
 
     assert cell.fleet is not None and cell.timing is not None
     t0 = time.perf_counter()
     pool = cell.pool_tokens if cell.pool_tokens is not None else workload.default_pool_tokens
     timing = cell.timing_spec()
     assert timing is not None
-    result = replay_fleet(workload, PolicyRun(cell.policy, cell.config), pool_tokens=pool,
-                          page_size=cell.page_size, timing=timing,
-                          fleet=cell.fleet.spec(cell.seed), host=cell.host_spec(),
-                          progress=progress)
+    run, fleet = PolicyRun(cell.policy, cell.config), cell.fleet.spec(cell.seed)
     row = dict(base)
+    if cell.hybrid is None:
+        result = replay_fleet(workload, run, pool_tokens=pool, page_size=cell.page_size,
+                              timing=timing, fleet=fleet, host=cell.host_spec(),
+                              progress=progress)
+    else:  # each replica on the model's cache, its KV memory each (sim.fleet.hybrid)
+        spec = cell.hybrid.spec(cell.pool_tokens, workload.default_pool_tokens, cell.page_size)
+        result = replay_hybrid_fleet(workload, run, spec, timing=timing, fleet=fleet,
+                                     progress=progress)
+        row.update(pool_figures(spec), full_hit_rate=result.full_hit_rate)
     row.update(fleet_figures(result))
     row.update({"pool_tokens": result.pool_tokens, "via": REPLAY,
                 "replay_s": time.perf_counter() - t0, "status": OK,

@@ -110,13 +110,12 @@ class HybridAxes:
 
 
 def make_hybrid_axes(archs: list[str] | None, kv: list[str] | None, swa: list[float] | None,
-                     mamba: list[float] | None, *, host: bool, fleet: bool
-                     ) -> HybridAxes | None:
+                     mamba: list[float] | None, *, host: bool) -> HybridAxes | None:
     """The hybrid axes (None: none); SweepValueError names a bad key.
 
     Each architecture must load (a preset or a TOML layout) and each budget
-    parse; a hybrid cell has no host tier and no fleet (the hybrid cache
-    replays on one server, one tier).
+    parse; a hybrid cell has no host tier (the hybrid cache has one tier); a
+    fleet's replicas each have the model's cache (``sim.fleet.hybrid``).
     """
     from radix_evict.sim.models.presets import layout_from
     from radix_evict.sim.models.sizing import parse_bytes
@@ -127,9 +126,9 @@ def make_hybrid_axes(archs: list[str] | None, kv: list[str] | None, swa: list[fl
             raise SweepValueError(f"{', '.join(given)}: hybrid-model options; give model_arch "
                                   "(--model-arch) to use them")
         return None
-    if host or fleet:
-        raise SweepValueError("model_arch: a hybrid model replays on one server with one tier; "
-                              "drop the host-tier and fleet options")
+    if host:
+        raise SweepValueError("model_arch: a hybrid model's cache has no host tier here; drop "
+                              "the host-tier options")
     for arch in archs:
         try:
             layout_from(arch)

@@ -19,7 +19,13 @@ from radix_evict.sim.sweep.cell import Cell
 from radix_evict.sim.sweep.schema import OK
 from radix_evict.sim.workloads import Workload
 
-__all__ = ["hybrid_figures", "run_hybrid_cell"]
+__all__ = ["hybrid_figures", "pool_figures", "run_hybrid_cell"]
+
+
+def pool_figures(spec: Any) -> dict[str, Any]:
+    """The pools a HybridSpec's budget bought (per server), as row columns."""
+    return {"full_pool_tokens": spec.pools.full_tokens, "swa_pool_tokens": spec.pools.swa_tokens,
+            "mamba_states": spec.pools.mamba_states}
 
 
 def hybrid_figures(run: Any, spec: Any) -> dict[str, Any]:
@@ -28,8 +34,7 @@ def hybrid_figures(run: Any, spec: Any) -> dict[str, Any]:
         "requests": run.requests, "hit_rate": run.hit_rate, "full_hit_rate": run.full_hit_rate,
         "p50_uncached": run.p50_uncached, "p99_uncached": run.p99_uncached,
         "evicted_tokens": run.evicted_full, "failed_admissions": run.failed,
-        "full_pool_tokens": spec.pools.full_tokens, "swa_pool_tokens": spec.pools.swa_tokens,
-        "mamba_states": spec.pools.mamba_states,
+        **pool_figures(spec),
     }
 
 

@@ -195,7 +195,8 @@ ADMISSION_COLUMN_SETS = tuple(columns(timed, True, fleet, True)
 # The columns a result file may have.
 COLUMN_SETS = (ROW_FIELDS, TIMED_ROW_FIELDS, HOST_ROW_FIELDS, TIMED_HOST_ROW_FIELDS,
                FLEET_ROW_FIELDS, FLEET_HOST_ROW_FIELDS, *LEGACY_COLUMN_SETS,
-               *ADMISSION_COLUMN_SETS, columns(hybrid=True), columns(timed=True, hybrid=True))
+               *ADMISSION_COLUMN_SETS, columns(hybrid=True), columns(timed=True, hybrid=True),
+               columns(timed=True, fleet=True, hybrid=True))
 # Wall-clock timings: the only fields that differ between two runs of one cell (the timed
 # replay's figures are in virtual time, and the same for every run).
 TIMING_FIELDS = ("replay_s", "cache_s")

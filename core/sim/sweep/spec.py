@@ -267,8 +267,7 @@ def make_grid(parts: GridParts) -> Grid:
         host=host,
         fleet=fleet,
         hybrid=make_hybrid_axes(parts.model_archs, parts.kv_memories, parts.swa_ratios,
-                                parts.mamba_ratios, host=host is not None,
-                                fleet=fleet is not None),
+                                parts.mamba_ratios, host=host is not None),
     )
 
 
