@@ -17,7 +17,9 @@ decisions match SGLang's own tree):
 
 A result reports the hit rate the model can use (the reusable prefix, every
 component present) beside the one full-attention KV alone would give, so the
-cost of the window or the states shows.
+cost of the window or the states shows. With a host tier (``host``), a match
+that reaches host copies loads them back before the lock (SGLang's
+``init_load_back``), and the result reports what came from host.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.cache.hybrid.cache import HybridRadixCache
 from radix_evict.cache.hybrid.layout import HybridLayout
 from radix_evict.cache.hybrid.node import FULL, MAMBA, SWA
@@ -101,6 +104,12 @@ class HybridRun:
     prefill_full_pairs: int = 0  # the uncached spans' work per component (sim.models.work)
     prefill_window_pairs: int = 0
     prefill_recurrent_tokens: int = 0
+    host_hit_tokens: int = 0  # of hit_tokens: loaded back from the host tier
+    host: dict[str, Any] | None = None  # the host tier's counters (None: no host tier)
+
+    @property
+    def host_hit_rate(self) -> float:
+        return self.host_hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
     @property
     def hit_rate(self) -> float:
@@ -111,7 +120,8 @@ class HybridRun:
         return self.full_hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "hit_rate": self.hit_rate, "full_hit_rate": self.full_hit_rate}
+        return {**asdict(self), "hit_rate": self.hit_rate, "full_hit_rate": self.full_hit_rate,
+                "host_hit_rate": self.host_hit_rate}  # fmt: skip
 
 
 def free_out(evicted: int, protected: int, pre_len: int, window: int, page: int
@@ -157,21 +167,22 @@ def state_len(prompt: int, total: int, page: int) -> int:
     return max(prompt // grid * grid, total // track * track)
 
 
-def replay_hybrid(workload: Workload, spec: HybridSpec, policy: str,
-                  policy_config: Any = None) -> HybridRun:  # fmt: skip
-    """Every event of ``workload`` through a fresh hybrid cache of ``spec``'s layout."""
+def replay_hybrid(workload: Workload, spec: HybridSpec, policy: str, policy_config: Any = None,
+                  host: HostTierSpec | None = None) -> HybridRun:  # fmt: skip
+    """Every event of ``workload`` through a fresh hybrid cache of ``spec``'s layout
+    (``host``: with a host tier behind it)."""
     layout, P = spec.layout, spec.page_size
     sizes = spec.pools
     pools = HybridPools(sizes.full_tokens, sizes.swa_tokens, sizes.mamba_states, P)
     kind = layout.kind
     cache = HybridRadixCache(pools, window=layout.window, mamba=kind == "mamba",
                              policy=policy, policy_config=policy_config,
-                             mamba_grid=math.lcm(MAMBA_CHUNK, P))  # fmt: skip
+                             mamba_grid=math.lcm(MAMBA_CHUNK, P), host_tier=host)  # fmt: skip
     aux = SWA if kind == "swa" else MAMBA if kind == "mamba" else None
     live: dict[Any, _Live] = {}
     hits: list[int] = []
     uncached: list[int] = []
-    full_hits = prompt_tokens = failed = 0
+    full_hits = prompt_tokens = failed = from_host = 0
     work = [0, 0, 0]
     evicted = [0, 0, 0]
     for _, what, req in workload.events():
@@ -182,6 +193,9 @@ def replay_hybrid(workload: Workload, spec: HybridSpec, policy: str,
         prompt = np.asarray(req.prompt, dtype=np.int64)
         prompt_tokens += len(prompt)
         m = cache.match_prefix(prompt)
+        on_device = m.prefix_len
+        if m.host_node is not None and m.host_node is not m.node:
+            m = cache.load_back(m)  # SGLang's init_load_back, before the request locks
         lock = cache.inc_lock_ref(m.node)
         need = -(-(len(prompt) + len(req.output) - m.prefix_len) // P) * P
         aux_need = need if aux == SWA else 1 if aux == MAMBA else 0
@@ -205,6 +219,7 @@ def replay_hybrid(workload: Workload, spec: HybridSpec, policy: str,
         elif kind == "mamba":
             _state_checkpoint(cache, req, state)
         hits.append(m.prefix_len)
+        from_host += m.prefix_len - on_device  # a refused admission counts no hit
         w = prefill_work(layout, m.prefix_len, len(prompt) - m.prefix_len)
         work = [work[0] + w.full_pairs, work[1] + w.window_pairs, work[2] + w.recurrent_tokens]
         full_hits += m.full_prefix_len
@@ -218,7 +233,8 @@ def replay_hybrid(workload: Workload, spec: HybridSpec, policy: str,
         p50_uncached=float(np.percentile(u, 50)), p99_uncached=float(np.percentile(u, 99)),
         evicted_full=evicted[FULL], evicted_aux=evicted[aux] if aux is not None else 0,
         prefill_full_pairs=work[0], prefill_window_pairs=work[1],
-        prefill_recurrent_tokens=work[2],
+        prefill_recurrent_tokens=work[2], host_hit_tokens=from_host,
+        host=cache.host.stats.as_dict() if cache.host is not None else None,
     )  # fmt: skip
 
 
@@ -237,6 +253,8 @@ def _check_accounting(cache: HybridRadixCache, live: dict[Any, _Live]) -> None:
             f"{cache.protected}, free {pools.free_count} + evictable {cache.evictable} "
             f"!= sizes {pools.size}"
         )
+    if cache.host is not None:
+        cache.check()  # the host pools against the nodes' host copies too
 
 
 def _free_out(cache: HybridRadixCache, live: _Live, pre_len: int) -> None:
@@ -340,13 +358,16 @@ class HybridReport:
         t = TextTable(f"{self.workload} on {lay.name} ({lay.kind}): full {pools.full_tokens:,} "
                       f"tokens, window {pools.swa_tokens:,} tokens, {pools.mamba_states:,} "
                       "states")  # fmt: skip
-        for col in ("reusable hit rate", "full-KV hit rate", "mean reusable prefix",
+        host = any(r.host is not None for r in self.runs)
+        for col in ("reusable hit rate", *(("from host",) if host else ()), "full-KV hit rate",
+                    "mean reusable prefix",
                     "p99 uncached", "evicted full", "evicted window/states", "failed",
                     *(("p99 TTFT ms",) if self.timed else ())):  # fmt: skip
             t.add_column(col, justify="right")
         t.columns.insert(0, Column("policy"))
         for i, r in enumerate(self.runs):
-            t.add_row(r.policy, f"{r.hit_rate:.4f}", f"{r.full_hit_rate:.4f}",
+            t.add_row(r.policy, f"{r.hit_rate:.4f}",
+                      *((f"{r.host_hit_rate:.4f}",) if host else ()), f"{r.full_hit_rate:.4f}",
                       f"{r.mean_reusable_prefix:,.1f}", f"{r.p99_uncached:,.0f}",
                       f"{r.evicted_full:,}", f"{r.evicted_aux:,}", f"{r.failed:,}",
                       *((f"{self._p99(i):,.1f}",) if self.timed else ()))  # fmt: skip
@@ -369,16 +390,16 @@ class HybridReport:
 
 
 def hybrid_report(workload: Workload, spec: HybridSpec, runs: list[tuple[str, Any]],
-                  timing: Any = None) -> HybridReport:  # fmt: skip
+                  timing: Any = None, host: HostTierSpec | None = None) -> HybridReport:
     """Replay ``workload`` once per ``(policy, config)`` in ``runs``; with ``timing`` (a
-    TimingSpec) through the timed server (``sim.hybrid_timed``)."""
+    TimingSpec) through the timed server (``sim.hybrid_timed``); ``host``: a host tier."""
     if not runs:
         raise ValueError("no policy to replay")
     if timing is None:
-        results = [replay_hybrid(workload, spec, p, c) for p, c in runs]
+        results = [replay_hybrid(workload, spec, p, c, host) for p, c in runs]
         return HybridReport(workload.name, workload.num_requests, spec, results)
     from radix_evict.sim.hybrid_timed import replay_hybrid_timed
 
-    timed = [replay_hybrid_timed(workload, spec, p, c, timing) for p, c in runs]
+    timed = [replay_hybrid_timed(workload, spec, p, c, timing, host) for p, c in runs]
     return HybridReport(workload.name, workload.num_requests, spec, [r for r, _ in timed],
                         [f for _, f in timed])  # fmt: skip

@@ -3,7 +3,9 @@
 ``simulate --timing --model-arch NAME``: the same server, scheduler and cost
 model as every timed replay (``sim.timed``), given the hybrid tree through the
 adapter in ``sim.timed.hybrid_seam``, with prefill charged per component
-(``hybrid_seam.hybrid_pairs``). A full-attention layout gives today's figures.
+(``hybrid_seam.hybrid_pairs``). A full-attention layout gives today's figures. With a
+host tier, a match's host part is loaded back at admission and its full-KV tokens are
+charged on the cost model's ``[transfer]`` table, as the plain host tier's are.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.cache.hybrid.cache import HybridRadixCache
 from radix_evict.cache.hybrid.node import FULL, MAMBA, SWA
 from radix_evict.cache.hybrid.pool import HybridPools
@@ -47,14 +50,15 @@ class HybridServing:
     fleet, ``sim.fleet.hybrid``), so both serve the same cache under the same rules.
     """
 
-    def __init__(self, spec: HybridSpec, policy: str, policy_config: Any) -> None:
+    def __init__(self, spec: HybridSpec, policy: str, policy_config: Any,
+                 host: HostTierSpec | None = None) -> None:
         layout, P, sizes = spec.layout, spec.page_size, spec.pools
         pools = HybridPools(sizes.full_tokens, sizes.swa_tokens, sizes.mamba_states, P)
         grid = math.lcm(MAMBA_CHUNK, P)
         self.layout, self.mamba_states = layout, sizes.mamba_states
         self.cache = HybridRadixCache(pools, window=layout.window, mamba=layout.kind == "mamba",
                                       policy=policy, policy_config=policy_config,
-                                      mamba_grid=grid)
+                                      mamba_grid=grid, host_tier=host)
         self.seam = HybridServerCache(self.cache, mamba_track(P, grid, MAMBA_TRACK_INTERVAL))
         self.pool = HybridServerPool(self.cache)
         self.split_prompt = layout.kind == "full"  # the prompt's own checkpoint: full KV only
@@ -83,9 +87,11 @@ class HybridServing:
 
 
 def replay_hybrid_timed(workload: Workload, spec: HybridSpec, policy: str, policy_config: Any,
-                        timing: TimingSpec) -> tuple[HybridRun, TimedFigures]:
-    """Serve ``workload`` on a fresh hybrid cache of ``spec``'s layout under ``policy``."""
-    h = HybridServing(spec, policy, policy_config)
+                        timing: TimingSpec, host: HostTierSpec | None = None
+                        ) -> tuple[HybridRun, TimedFigures]:  # fmt: skip
+    """Serve ``workload`` on a fresh hybrid cache of ``spec``'s layout under ``policy``
+    (``host``: with a host tier behind it)."""
+    h = HybridServing(spec, policy, policy_config, host)
     tally = Tally(workload.num_requests, 0, True)
     figures, _ = serve(workload, h.seam, h.pool, spec.page_size, timing,  # type: ignore[arg-type]
                        tally, split_prompt=h.split_prompt, contexts=h.context, adjust=h.adjust)
@@ -94,7 +100,8 @@ def replay_hybrid_timed(workload: Workload, spec: HybridSpec, policy: str, polic
 
 
 def _check(cache: HybridRadixCache, states: list[RequestState]) -> None:
-    """After the last request: no lock held, every slot free or in the tree."""
+    """After the last request: no lock held, every slot free or in the tree (and the host
+    pools against the tree's host copies)."""
     pools = cache.pools
     held = [s for s in states if s.state or s.owed or s.handle is not None]
     if held or cache.protected != [0, 0, 0] or any(
@@ -103,6 +110,8 @@ def _check(cache: HybridRadixCache, states: list[RequestState]) -> None:
             f"timed hybrid replay accounting: {len(held)} requests still hold slots, protected "
             f"{cache.protected}, free {pools.free_count} + evictable {cache.evictable} "
             f"!= sizes {pools.size}")
+    if cache.host is not None:
+        cache.check()
 
 
 def _run(policy: str, tally: Tally, h: HybridServing, layout: Any) -> HybridRun:
@@ -125,4 +134,5 @@ def _run(policy: str, tally: Tally, h: HybridServing, layout: Any) -> HybridRun:
         evicted_full=h.seam.evicted[FULL],
         evicted_aux=h.seam.evicted[aux] if aux is not None else 0,
         prefill_full_pairs=work[0], prefill_window_pairs=work[1],
-        prefill_recurrent_tokens=work[2])
+        prefill_recurrent_tokens=work[2], host_hit_tokens=h.seam.host_loaded,
+        host=h.cache.host.stats.as_dict() if h.cache.host is not None else None)

@@ -230,9 +230,10 @@ def prepare(s: SimulateSettings, *, models: Collection[str] = ()) -> SimulatePla
         return build_workloads(name, params, s.seed)
 
     if s.model_arch is not None:
-        return _prepare_hybrid(s, workloads, timing, fleet, {
+        return _prepare_hybrid(s, workloads, timing, fleet, host, {
             "--pool-curve": s.pool_curve is not None,
-            "a host tier (--host-tokens, --hicache-ratio)": host is not None,
+            "a host tier (--host-tokens, --hicache-ratio) and --replicas":
+                host is not None and fleet is not None,
             "--model": s.model is not None, "--hints": bool(s.hints), "--oracle": s.oracle,
             "--plot": s.plot is not None, "--enable-metrics": s.metrics is not None})
     if s.kv_memory or s.swa_full_tokens_ratio or s.mamba_full_memory_ratio:
@@ -284,7 +285,7 @@ HYBRID_POLICIES = ("lru", "lfu", "slru", "priority")  # what the hybrid tree can
 
 def _prepare_hybrid(s: SimulateSettings, workloads: Callable[[], list[Workload]],
                     timing: TimingSpec | None, fleet: FleetSpec | None,
-                    refused: dict[str, bool]) -> SimulatePlan:
+                    host: HostTierSpec | None, refused: dict[str, bool]) -> SimulatePlan:
     """--model-arch: one workload through a hybrid model's cache (docs/hybrid.md); with
     --replicas, on a fleet of them (``sim.fleet.hybrid``)."""
     from radix_evict.sim.hybrid_replay import build_spec
@@ -315,7 +316,16 @@ def _prepare_hybrid(s: SimulateSettings, workloads: Callable[[], list[Workload]]
         except ValueError as e:
             raise OptionError(f"--model-arch: {e}") from None
         return SimulatePlan(FLEET_MODE, runs, wls, timing, fleet=fleet, hybrid=spec)
-    return SimulatePlan(HYBRID_MODE, runs, wls, timing, hybrid=spec)
+    if host is not None:
+        try:
+            from radix_evict.cache.hybrid.host import check_host_spec
+
+            check_host_spec(host)
+        except ValueError as e:
+            raise OptionError(f"--model-arch: {e}") from None
+        if timing is not None:
+            check_transfer(host, timing.cost_model)
+    return SimulatePlan(HYBRID_MODE, runs, wls, timing, host, hybrid=spec)
 
 
 def fleet_replays(plan: SimulatePlan, s: SimulateSettings, reporter: Reporter = QUIET
@@ -335,7 +345,7 @@ def hybrid_plan(plan: SimulatePlan) -> HybridReport:
     assert plan.hybrid is not None
     try:
         return hybrid_report(plan.workload, plan.hybrid, [(r.policy, r.config) for r in plan.runs],
-                             plan.timing)
+                             plan.timing, plan.host)
     except ValueError as e:
         raise OptionError(f"--model-arch: {e}") from None
 

@@ -13,7 +13,10 @@ The rules are SGLang 0.5.23's unified radix cache (``mem_cache/unified_cache/``)
   Mamba state is saved on the node where the insert ends (``components/mamba.py:227-253``);
 - locks: full locks the whole path, the window locks nodes up to ``window``
   tokens back (tombstones counted) and marks the boundary, Mamba locks one node;
-- eviction is per component (``evict``).
+- eviction is per component (``evict``);
+- with a host tier (``host``), nodes are backed up on insert and a backed-up
+  device leaf is evicted to host only; a match reaches host-only copies and
+  ``load_back`` brings them to the device.
 
 Counts, not slot indices, are kept (``pool``): every decision reads counts only.
 """
@@ -26,6 +29,8 @@ from typing import Any, cast
 
 import numpy as np
 
+from radix_evict.cache.host_tier import HostTierSpec
+from radix_evict.cache.hybrid.host import HybridHost
 from radix_evict.cache.hybrid.lru import ComponentLRU
 from radix_evict.cache.hybrid.node import FULL, MAMBA, SWA, HybridNode
 from radix_evict.cache.hybrid.pool import HybridPools
@@ -35,12 +40,22 @@ SPLIT_TIME_STEP = 0.00001  # the match's per-ancestor step back in time (SGLang'
 
 @dataclass(frozen=True)
 class HybridMatch:
-    """What a match found: the reusable prefix and how far full KV alone reaches."""
+    """What a match found: the reusable prefix and how far full KV alone reaches.
 
-    prefix_len: int  # every component present: what a request can reuse
+    With a host tier, ``host_prefix_len`` is where the prefix every component can
+    serve from either tier ends (at ``host_node``); ``host_len``, ``swa_host_len``
+    and ``mamba_host_len`` are SGLang's host hit lengths per component.
+    """
+
+    prefix_len: int  # every component present on device: what a request can reuse
     full_prefix_len: int  # full KV's own hit length (SGLang's full_kv_hit_length)
     node: HybridNode  # where the reusable prefix ends (lock this one)
     branching_len: int | None  # SWA/Mamba: a page/grid-aligned point past prefix_len
+    host_prefix_len: int = 0
+    host_node: HybridNode | None = None
+    host_len: int = 0
+    swa_host_len: int = 0
+    mamba_host_len: int = 0
 
 
 @dataclass(frozen=True)
@@ -67,7 +82,8 @@ class HybridRadixCache:
     a registered eviction policy: it orders the full-attention leaves.
     ``mamba_grid`` is where Mamba branching points may land (SGLang's
     ``mamba_checkpoint_grid``); ``mamba_states_per_path`` caps the states on
-    one root path (-1: no cap, SGLang's default).
+    one root path (-1: no cap, SGLang's default). ``host_tier`` adds a host tier
+    (``host``; write-through policies only).
     """
 
     def __init__(
@@ -80,6 +96,7 @@ class HybridRadixCache:
         policy_config: Any = None,
         mamba_grid: int | None = None,
         mamba_states_per_path: int = -1,
+        host_tier: HostTierSpec | None = None,
     ) -> None:
         if window is not None and mamba:
             raise ValueError("a hybrid cache has one auxiliary component: window or mamba")
@@ -119,6 +136,7 @@ class HybridRadixCache:
         self.leaves: set[HybridNode] = set()
         self.evictable = [0, 0, 0]
         self.protected = [0, 0, 0]
+        self.host = HybridHost(self, host_tier) if host_tier is not None else None
 
     # ------------------------------------------------------------------ helpers
     def tick(self) -> float:
@@ -148,8 +166,11 @@ class HybridRadixCache:
         return 1 if component == MAMBA else len(node.key)
 
     def is_leaf(self, node: HybridNode) -> bool:
-        """SGLang's device leaf: not the root, nothing locked, no child (``_is_device_leaf``)."""
-        return node is not self.root and not node.locked() and not node.children
+        """SGLang's device leaf: not the root, full KV on device, nothing locked, no child
+        with full KV on device (``_is_device_leaf``, ``unified_tree_core.py:2348-2364``)."""
+        if node is self.root or node.locked() or not node.has[FULL]:
+            return False
+        return not any(c.has[FULL] for c in node.children.values())
 
     def refresh_leaf(self, node: HybridNode) -> None:
         if self.is_leaf(node):
@@ -168,6 +189,8 @@ class HybridRadixCache:
     def set_aux(self, node: HybridNode) -> None:
         """Give ``node`` the auxiliary component's data, most recent in its LRU."""
         assert self.aux is not None and not node.has[self.aux]
+        if self.host is not None and node in self.host.lru:
+            self.host.lru.remove(node)  # no longer host-only (``set_component_device_value``)
         node.has[self.aux] = True
         self.lru.insert_mru(node)
         self._account(node, self.aux, +1)
@@ -184,11 +207,19 @@ class HybridRadixCache:
         new.hit_count = child.hit_count
         new.creation_time = child.creation_time
         new.has[FULL], new.lock[FULL] = child.has[FULL], child.lock[FULL]
+        new.host[FULL] = child.host[FULL]
         if self.aux == SWA:
             new.has[SWA], new.lock[SWA] = child.has[SWA], child.lock[SWA]
             new.swa_uuid, child.swa_uuid = child.swa_uuid, None
             if new.has[SWA]:
                 self.lru.insert_after(child, new)
+            new.host[SWA] = child.host[SWA]
+            if self.host is not None and new.host[SWA] and not new.has[SWA]:
+                # Both halves of a host-only window copy stay in the host LRU (swa.py:665-681).
+                if child in self.host.lru:
+                    self.host.lru.insert_after(child, new)
+                else:
+                    self.host.lru.insert_mru(new)
         parent.children[self._child_key(new.key)] = new
         child.parent = new
         child.last_access_time = self.tick()
@@ -197,21 +228,25 @@ class HybridRadixCache:
         return new
 
     # ------------------------------------------------------------------ match
-    def _validators(self) -> Callable[[HybridNode], bool]:
-        """A per-match check: may the reusable prefix end at this node?"""
+    def _validators(self, host: bool = False) -> Callable[[HybridNode], bool]:
+        """A per-match check: may the reusable prefix end at this node? ``host``: a host
+        copy counts as present (``create_match_validator(match_device_only=False)``)."""
         window = self.window
         state = [float("inf")]
 
+        def has(node: HybridNode, c: int) -> bool:
+            return node.has[c] or (host and node.host[c])
+
         def check(node: HybridNode) -> bool:
-            ok = node.has[FULL]
+            ok = has(node, FULL)
             if window is not None:
-                if not node.has[SWA]:
+                if not has(node, SWA):
                     state[0] = 0
                     return False
                 state[0] += len(node.key)
                 ok = ok and state[0] >= window
             elif self.aux == MAMBA:
-                ok = ok and node.has[MAMBA]
+                ok = ok and has(node, MAMBA)
             return ok
 
         return check
@@ -222,6 +257,10 @@ class HybridRadixCache:
         key = key[: len(key) // self.page_size * self.page_size]
         if len(key) == 0:
             return HybridMatch(0, 0, self.root, None)
+        if self.host is not None:
+            from radix_evict.cache.hybrid.host_match import match_with_host
+
+            return match_with_host(self, key)
         check = self._validators()
         node, offset, full_hit = self.root, 0, 0
         best, best_len, walked = self.root, 0, 0
@@ -263,6 +302,12 @@ class HybridRadixCache:
             if check(node):
                 best_len = offset
         return best_len
+
+    def load_back(self, match: HybridMatch) -> HybridMatch:
+        """Bring what ``match`` found on host to the device; the match as it stands after."""
+        from radix_evict.cache.hybrid.host_match import load_back
+
+        return load_back(self, match)
 
     def _match_touch(self, best: HybridNode) -> None:
         """Refresh the auxiliary LRU at the match's end, then stamp the path's times."""
@@ -426,7 +471,7 @@ class HybridRadixCache:
         return self.protected[component]
 
     def check(self) -> None:
-        """Raise if the tree's ledgers, leaf set or LRU disagree with its nodes (for tests)."""
+        """Raise if the tree's ledgers, leaf set or LRU (and host pools) disagree with its nodes."""
         nodes = [n for n in self.nodes() if n is not self.root]
         for c in (FULL, SWA, MAMBA):
             held = sum(self.amount(n, c) for n in nodes)
@@ -441,6 +486,8 @@ class HybridRadixCache:
         aux = {n for n in nodes if self.aux is not None and n.has[self.aux]}
         if aux != set(self.lru.order()) or len(self.lru) != len(aux):
             raise AssertionError("the auxiliary LRU disagrees with the nodes that hold data")
+        if self.host is not None:
+            self.host.check()
 
     def nodes(self) -> list[HybridNode]:
         out, stack = [], [self.root]

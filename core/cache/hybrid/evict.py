@@ -54,7 +54,7 @@ def _walk_leaves(cache: HybridRadixCache, asked: int, freed: list[int]) -> None:
         if node not in cache.leaves:
             continue
         parent = node.parent
-        delete_leaf(cache, node, freed)
+        evict_leaf(cache, node, freed)
         if parent is not None and parent in cache.leaves:
             heapq.heappush(heap, _entry(cache, parent))
 
@@ -71,12 +71,12 @@ def _walk_lru(cache: HybridRadixCache, component: int, asked: int, freed: list[i
         x = cursor
         cursor = lru.prev_unlocked(x)
         if x in cache.leaves:
-            delete_leaf(cache, x, freed)
+            evict_leaf(cache, x, freed)
         else:
             drop_aux(cache, x, freed)
 
 
-def _release(cache: HybridRadixCache, node: HybridNode, component: int, freed: list[int]) -> None:
+def release(cache: HybridRadixCache, node: HybridNode, component: int, freed: list[int]) -> None:
     """Free ``node``'s ``component`` slots to its pool and count them."""
     n = cache.amount(node, component)
     if n == 0:
@@ -92,8 +92,19 @@ def _release(cache: HybridRadixCache, node: HybridNode, component: int, freed: l
 def drop_aux(cache: HybridRadixCache, node: HybridNode, freed: list[int]) -> None:
     """Tombstone the auxiliary component on an inner node (nothing below it cascades here)."""
     assert cache.aux is not None and node.lock[cache.aux] == 0
-    _release(cache, node, cache.aux, freed)
+    release(cache, node, cache.aux, freed)
+    if cache.host is not None:
+        cache.host.tombstoned(node, cache.aux)
     cache.refresh_leaf(node)
+
+
+def evict_leaf(cache: HybridRadixCache, node: HybridNode, freed: list[int]) -> None:
+    """A device leaf goes: to host only when it is backed up, else out of the tree
+    (``evict_device_leaf``, ``unified_tree_core.py:1788-1823``)."""
+    if cache.host is not None and node.host[FULL]:
+        cache.host.demote(node, freed)
+    else:
+        delete_leaf(cache, node, freed)
 
 
 def delete_leaf(cache: HybridRadixCache, node: HybridNode, freed: list[int]) -> None:
@@ -101,11 +112,14 @@ def delete_leaf(cache: HybridRadixCache, node: HybridNode, freed: list[int]) -> 
     parent = node.parent
     assert parent is not None and not node.children and not node.locked()
     for component in (FULL, SWA, MAMBA):
-        _release(cache, node, component, freed)
+        release(cache, node, component, freed)
+    if cache.host is not None:  # an unbacked leaf's stray window or state copies go too
+        for component in (SWA, MAMBA):
+            cache.host.drop_copy(node, component, [0, 0, 0])
     del parent.children[cache._child_key(node.key)]
     node.parent = None
     cache.leaves.discard(node)
     cache.refresh_leaf(parent)
     # SGLang then deletes childless ancestors without full KV (``_iteratively_delete_
-    # tombstone_leaf``); with no host tier every inner node keeps its full KV.
+    # tombstone_leaf``); a device leaf's parent always keeps its full KV on device.
     assert parent is cache.root or parent.has[FULL]

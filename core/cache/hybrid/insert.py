@@ -3,7 +3,9 @@
 SGLang 0.5.23 runs it as resumable steps (``unified_tree_core.py:1129-1465``:
 ``_insert_walk_step``, ``_insert_overlap_step``, ``_insert_commit_step``,
 ``_insert_tail_step``); with no host tier every step's actions apply in order,
-which is what this module does directly. The window rules are
+which is what this module does directly. With a host tier, a walked node that
+is on host only takes the caller's fresh KV (``_unevict_node_on_insert``,
+``unified_tree_core.py:1299-1328``), and hits back nodes up (``host``). The window rules are
 ``components/swa.py:424-625``, the Mamba ones ``components/mamba.py:227-253``.
 """
 
@@ -58,9 +60,15 @@ def run_insert(
         m = cache._match_len(child.key, key, 0)
         node = cache.split(child, m) if m < len(child.key) else child
         node.priority = max(node.priority, priority)
-        _overlap(cache, walk, node, m, total)
+        if node.has[FULL]:
+            _overlap(cache, walk, node, m, total)
+        else:
+            _unevict(cache, walk, node, total)
         if total + m > inserted:
-            node.hit_count += 1
+            if cache.host is not None:
+                cache.host.hit(node)
+            else:
+                node.hit_count += 1
         total += m
         key = key[m:]
     new_leaf = len(key) > 0
@@ -76,8 +84,30 @@ def run_insert(
             target, root, cache.window + cache.page_size, lambda n: n.has[SWA]
         )
     if new_leaf and total + len(target.key) > inserted:
-        target.hit_count += 1
+        if cache.host is not None:
+            cache.host.hit(target)
+        else:
+            target.hit_count += 1
+    elif (not new_leaf and cache.host is not None and target is not root
+          and target.host[FULL] and cache.host.needs_incremental(target)):  # fmt: skip
+        cache.host.back_up(target)  # the tail's window or state publish (1430-1466)
     return HybridInsert(total, mamba_exist, target)
+
+
+def _unevict(cache: HybridRadixCache, walk: _Walk, node: HybridNode, total: int) -> None:
+    """A host-only node takes the caller's fresh full KV, and window KV from its floor on
+    (``recover_after_unevict``, ``components/swa.py:539-559``: no window cap)."""
+    assert cache.host is not None and walk.prev <= total, "a host-only node inside the prefix"
+    node.has[FULL] = True
+    cache.host.leaves.discard(node)
+    cache.evictable[FULL] += len(node.key)
+    cache.refresh_leaf(node)
+    assert node.parent is not None
+    cache.refresh_leaf(node.parent)
+    if cache.aux == SWA:
+        live = _clip_to_window(cache, node, total, total + len(node.key), walk.evicted)
+        if live is not None:
+            cache.set_aux(live[0])
 
 
 def _overlap(cache: HybridRadixCache, walk: _Walk, node: HybridNode, m: int, total: int) -> None:

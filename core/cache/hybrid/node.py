@@ -1,7 +1,8 @@
 """A node of the hybrid tree: its tokens, and which components hold data on it.
 
-Full attention's KV covers the node's whole key while the node is on device (a
-node without it is never kept here: there is no host tier). A sliding-window
+Full attention's KV covers the node's whole key while the node is on device; with
+a host tier (``host``) a node may keep its copies on host only (SGLang's
+evicted-and-backed-up node). A sliding-window
 component (SWA) may be gone from a node that keeps its full KV: SGLang calls
 that a tombstone. A recurrent state (Mamba) sits only on the nodes where one was
 saved. Each component has its own lock count (SGLang's ``ComponentData``,
@@ -24,7 +25,7 @@ class HybridNode:
     """
 
     __slots__ = (
-        "children", "creation_time", "has", "hit_count", "id", "key", "last_access_time",
+        "children", "creation_time", "has", "hit_count", "host", "id", "key", "last_access_time",
         "lock", "parent", "priority", "swa_uuid",
     )  # fmt: skip
 
@@ -35,6 +36,8 @@ class HybridNode:
         self.key: np.ndarray = np.empty(0, dtype=np.int64)
         # Presence per component: full, swa, mamba.
         self.has = [True, False, False]
+        # Presence of a host copy per component (a host tier only).
+        self.host = [False, False, False]
         self.lock = [0, 0, 0]
         # The SWA lock's boundary mark: a release walks up to the node carrying it.
         self.swa_uuid: int | None = None
@@ -52,4 +55,6 @@ class HybridNode:
 
     def __repr__(self) -> str:
         present = "+".join(n for n, h in zip(COMPONENT_NAMES, self.has, strict=True) if h)
-        return f"HybridNode(id={self.id}, tokens={len(self.key)}, {present or 'empty'})"
+        on_host = "+".join(n for n, h in zip(COMPONENT_NAMES, self.host, strict=True) if h)
+        host = f", host {on_host}" if on_host else ""
+        return f"HybridNode(id={self.id}, tokens={len(self.key)}, {present or 'empty'}{host})"

@@ -16,7 +16,10 @@ tree (SGLang 0.5.23's scheduler steps, ``docs/hybrid.md``):
   gives the tree a copy at the key's tracked point (``hybrid_replay.state_len``),
   evicting a state for it if it must (``components/mamba.py:527-554``); the
   full KV past that point stays the request's (``owed``) and is freed when it
-  finishes or is retracted.
+  finishes or is retracted;
+- with a host tier, a match that reaches host copies hands the server a host
+  node; the server's ``load_back`` then brings them back
+  (``HybridRadixCache.load_back``) and the request's prefix ends there.
 
 The cost model charges prefill per component (:func:`hybrid_pairs`).
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -85,6 +89,21 @@ class _Handle:
         self.receipt: Any = None
 
 
+class _HostView:
+    """The hybrid host tier as the timed server's copy clock reads it (``host_copies.py``):
+    full-KV tokens loaded and written; write-through's writes never block."""
+
+    write_back = False
+
+    def __init__(self, host: Any) -> None:
+        self._host = host
+
+    @property
+    def stats(self) -> Any:
+        st = self._host.stats
+        return SimpleNamespace(loaded_tokens=st.loaded[FULL], written_tokens=st.written[FULL])
+
+
 @dataclass
 class _Match:
     prefix_len: int
@@ -123,10 +142,11 @@ class HybridServerPool:
 class HybridServerCache:
     """The calls the timed server makes of a ``RadixCache``, on a hybrid tree."""
 
-    host_tier = None
-
     def __init__(self, cache: HybridRadixCache, track: Any) -> None:
         self.cache, self.pools, self.P = cache, cache.pools, cache.page_size
+        self.host_tier = _HostView(cache.host) if cache.host is not None else None
+        self.host_loaded = 0  # prefix tokens load-backs gave the requests
+        self._pending: tuple[Any, RequestState] | None = None  # a host hit, until load_back
         self.kind = "swa" if cache.aux == SWA else "mamba" if cache.aux == MAMBA else "full"
         self.track = track  # Mamba: (prompt, total) -> where the last state was saved
         self.policy = cache.policy
@@ -171,7 +191,26 @@ class HybridServerCache:
             ctx.full_hit = m.full_prefix_len
         ctx.protected, ctx.node = m.prefix_len, m.node
         ctx.handle = _Handle(m.node, ctx)
+        self._pending = None
+        if m.host_node is not None and m.host_node is not m.node:  # the server loads it next
+            self._pending = (m, ctx)
+            return _Match(m.prefix_len, ctx.handle, torch.zeros(m.prefix_len, dtype=torch.int64),
+                          _Handle(m.host_node, ctx), m.host_prefix_len - m.prefix_len)
         return _Match(m.prefix_len, ctx.handle, torch.zeros(m.prefix_len, dtype=torch.int64))
+
+    def load_back(self, handle: _Handle) -> torch.Tensor | None:
+        """The match's host part to the device (``HybridRadixCache.load_back``); None when
+        nothing was loaded. The request's prefix then ends at the host node."""
+        assert self._pending is not None, "load_back without a host hit just before"
+        m, ctx = self._pending
+        self._pending = None
+        assert handle.node is m.host_node and handle.st is ctx
+        n = self.cache.load_back(m)
+        if n.node is m.node:
+            return None
+        ctx.protected, ctx.node, ctx.handle = n.prefix_len, n.node, handle
+        self.host_loaded += n.prefix_len - m.prefix_len
+        return torch.zeros(n.prefix_len - m.prefix_len, dtype=torch.int64)
 
     def inc_lock_ref(self, handle: _Handle) -> None:
         handle.receipt = self.cache.inc_lock_ref(handle.node)
