@@ -232,8 +232,6 @@ def prepare(s: SimulateSettings, *, models: Collection[str] = ()) -> SimulatePla
     if s.model_arch is not None:
         return _prepare_hybrid(s, workloads, timing, fleet, host, {
             "--pool-curve": s.pool_curve is not None,
-            "a host tier (--host-tokens, --hicache-ratio) and --replicas":
-                host is not None and fleet is not None,
             "--model": s.model is not None, "--hints": bool(s.hints), "--oracle": s.oracle,
             "--plot": s.plot is not None, "--enable-metrics": s.metrics is not None})
     if s.kv_memory or s.swa_full_tokens_ratio or s.mamba_full_memory_ratio:
@@ -308,14 +306,6 @@ def _prepare_hybrid(s: SimulateSettings, workloads: Callable[[], list[Workload]]
         raise OptionError(f"--model-arch: {e}") from None
     runs = build_runs(s.policies or list(HYBRID_POLICIES), s.configs)
     check_page(timing, s.page_size)
-    if fleet is not None:
-        from radix_evict.sim.fleet.hybrid import check_hybrid_runs
-
-        try:
-            check_hybrid_runs(runs, spec)
-        except ValueError as e:
-            raise OptionError(f"--model-arch: {e}") from None
-        return SimulatePlan(FLEET_MODE, runs, wls, timing, fleet=fleet, hybrid=spec)
     if host is not None:
         try:
             from radix_evict.cache.hybrid.host import check_host_spec
@@ -325,6 +315,14 @@ def _prepare_hybrid(s: SimulateSettings, workloads: Callable[[], list[Workload]]
             raise OptionError(f"--model-arch: {e}") from None
         if timing is not None:
             check_transfer(host, timing.cost_model)
+    if fleet is not None:
+        from radix_evict.sim.fleet.hybrid import check_hybrid_runs
+
+        try:
+            check_hybrid_runs(runs, spec)
+        except ValueError as e:
+            raise OptionError(f"--model-arch: {e}") from None
+        return SimulatePlan(FLEET_MODE, runs, wls, timing, host, fleet=fleet, hybrid=spec)
     return SimulatePlan(HYBRID_MODE, runs, wls, timing, host, hybrid=spec)
 
 

@@ -69,17 +69,41 @@ def test_plan_out_keeps_hybrid_fleet_rows_and_resumes(tmp_path: Path) -> None:
     assert len(out.read_text(encoding="utf-8").splitlines()) == 2  # nothing replayed again
 
 
+def test_a_hybrid_fleet_of_one_with_a_host_tier_is_the_one_server_replay() -> None:
+    """--replicas 1 with --hicache-ratio on the hybrid cache: the figures of the one-server
+    timed replay with that host tier, which hits more than without one."""
+    args = [*SMALL, *OSS, "--pool-tokens", "6000", "--timing", "-p", "lru"]
+    host = ["--hicache-ratio", "2"]
+    one = simulate_json(*args, *host)["results"][0]
+    fleet = simulate_json(*args, *host, "--replicas", "1")
+    (r,) = fleet["results"]
+    assert r["fleet"]["ttft_ms"] == one["timing"]["ttft_ms"]
+    assert r["hit_rate"] == one["hit_rate"] and r["full_hit_rate"] == one["full_hit_rate"]
+    bare = simulate_json(*args, "--replicas", "1")["results"][0]
+    assert r["hit_rate"] > bare["hit_rate"]
+
+
+def test_plan_sizes_a_hybrid_fleet_with_a_host_tier() -> None:
+    r = run_cli("plan", *SMALL, *OSS, "--kv-memory", "256MiB", "--slo-ttft", "4000",
+                "--host-tokens", "0,200K", "--max-replicas", "8", "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    none, tier = json.loads(r.stdout)["settings"]
+    assert none["host"] is None and tier["host"].startswith("host 200,000 tokens")
+    assert 1 <= tier["replicas"] <= none["replicas"] <= 8
+    if tier["replicas"] == none["replicas"]:  # the same count: the host tier hits more
+        assert tier["figures"]["hit_rate"] > none["figures"]["hit_rate"]
+
+
 @pytest.mark.parametrize(
     ("command", "args", "message"),
     [
         ("plan", ["--kv-memory", "2GiB"], "go with --model-arch"),
         ("plan", ["--swa-full-tokens-ratio", "0.5"], "--swa-full-tokens-ratio"),
-        ("plan", [*OSS, "--host-tokens", "100K"], "--model-arch does not go with --host-tokens"),
         ("plan", ["--model-arch", "gpt-5"], "unknown model architecture 'gpt-5'"),
         ("plan", [*OSS, "--kv-memory", "lots"], "not a memory size"),
         ("plan", [*OSS, *TLRU], "hybrid tree does not keep"),
-        ("simulate", [*OSS, "--timing", "--replicas", "2", "--host-tokens", "100000"],
-         "--host-tokens"),
+        ("simulate", [*OSS, "--timing", "--replicas", "2", "--hicache-ratio", "2",
+                      "--write-policy", "write_back"], "'write_back' is not modelled"),
         ("simulate", [*OSS, "--timing", "--replicas", "2", *TLRU], "hybrid tree does not keep"),
         ("simulate", [*OSS, "--replicas", "2"], "give --timing with --replicas"),
     ],

@@ -36,8 +36,7 @@ def test_the_table_has_a_from_host_column() -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--host-tokens", "45000", "--write-policy", "write_back"], "'write_back' is not modelled"),
-    (["--host-tokens", "45000", "--timing", "--replicas", "2"],
-     "a host tier (--host-tokens, --hicache-ratio) and --replicas"),
+    (["--host-tokens", "45000", "--admission", "tinylfu"], "admission is not modelled"),
 ])  # fmt: skip
 def test_what_is_not_modelled_is_named(args: list[str], message: str) -> None:
     r = run_cli("simulate", *SMALL, "--model-arch", "gpt-oss-120b", *args)

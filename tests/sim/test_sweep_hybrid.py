@@ -94,7 +94,8 @@ def test_columns_without_hybrid_are_unchanged() -> None:
     ({"model_archs": ["gpt-oss-120b"], "kv_memories": ["40 parsecs"]}, "kv_memory 40 parsecs"),
     ({"kv_memories": ["40GiB"]}, "kv_memory: hybrid-model options"),
     ({"model_archs": ["gpt-oss-120b"], "swa_ratios": [0.0]}, "swa_full_tokens_ratio"),
-    ({"model_archs": ["gpt-oss-120b"], "host_tokens": [8000]}, "model_arch: a hybrid model"),
+    ({"model_archs": ["gpt-oss-120b"], "host_tokens": [8000], "write_policies": ["write_back"]},
+     "model_arch with host tier: write_policy 'write_back'"),
 ])
 def test_bad_hybrid_values_are_refused_naming_the_key(over: dict[str, Any], match: str) -> None:
     with pytest.raises(SweepValueError, match=match):
@@ -153,3 +154,21 @@ def test_a_fleet_cell_on_a_hybrid_model_is_the_hybrid_fleet_replay() -> None:
     assert row["ttft_p99_ms"] == result.fleet.ttft_ms.p99 and row["replicas"] == 2
     assert row["mamba_states"] == spec.pools.mamba_states
     assert set(columns(timed=True, fleet=True, hybrid=True)) <= set(row)
+
+
+def test_a_hybrid_cell_with_a_host_tier_is_the_hybrid_host_replay() -> None:
+    from radix_evict.cache.host_tier import HostTierSpec
+
+    parts = GridParts(**{**SMALL, "policies": ["lru"]}, model_archs=["gpt-oss-120b"],
+                      pool_tokens=[6000], host_tokens=[0, 12000])
+    rows = run_sweep(plan_sweep(make_grid(parts)), local_executor(1)).rows
+    bare, tier = sorted(rows, key=lambda r: r.get("host_tokens") or 0)
+    assert bare["status"] == tier["status"] == "ok", rows
+    workload = build_workload(make_grid(parts).cells()[0].source, 0)
+    spec = build_spec(layout_from("gpt-oss-120b"), kv_memory=None, pool_tokens=6000,
+                      default_tokens=workload.default_pool_tokens, page_size=16,
+                      swa_ratio=None, mamba_ratio=None)
+    run = replay_hybrid(workload, spec, "lru", None, HostTierSpec(tokens=12000))
+    assert tier["hit_rate"] == run.hit_rate and tier["host_hit_rate"] == run.host_hit_rate
+    assert tier["host_tokens"] == 12000 and tier["written_tokens"] > 0
+    assert tier["hit_rate"] > bare["hit_rate"] and bare.get("write_policy") is None

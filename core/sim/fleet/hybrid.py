@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
+from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.cache.tree import TokenKey
 from radix_evict.sim.configs import PolicyRun, RunConfig
 from radix_evict.sim.fleet.figures import FleetResult
@@ -46,14 +47,15 @@ class _HybridReplicas:
     """Each replica a timed server on a fresh hybrid cache of ``spec`` under ``run``'s policy."""
 
     def __init__(self, workload: Workload, run: PolicyRun, spec: HybridSpec,
-                 timing: TimingSpec) -> None:
+                 timing: TimingSpec, host: HostTierSpec | None) -> None:
         self.workload, self.run, self.spec, self.timing = workload, run, spec, timing
+        self.host = host  # each replica's own host tier (None: none)
         self.serving: list[HybridServing] = []
         self.run_config = RunConfig(run.config, "given" if run.config is not None else "none")
         self.pool_size, self.page_size = spec.pools.full_tokens, spec.page_size
 
     def replica(self, index: int, feed: Feed) -> Replica:
-        h = HybridServing(self.spec, self.run.policy, self.run.config)
+        h = HybridServing(self.spec, self.run.policy, self.run.config, self.host)
         self.serving.append(h)
         wl, timing = self.workload, self.timing
         r = HybridReplica(h.seam, h.pool, self.page_size, timing.cost_model,  # type: ignore[arg-type]
@@ -71,10 +73,11 @@ class _HybridReplicas:
 
 
 def replay_hybrid_fleet(workload: Workload, run: PolicyRun, spec: HybridSpec, *,
-                        timing: TimingSpec, fleet: FleetSpec,
+                        timing: TimingSpec, fleet: FleetSpec, host: HostTierSpec | None = None,
                         progress: Callable[[int, int], None] | None = None) -> FleetResult:
     """Replay ``workload`` on ``fleet.replicas`` timed servers, each on a hybrid cache of
-    ``spec`` (its KV memory per replica), behind ``fleet.router``.
+    ``spec`` (its KV memory per replica) with ``host`` (a host tier each), behind
+    ``fleet.router``.
 
     Errors as :func:`~radix_evict.sim.fleet.replay.replay_fleet`'s; RuntimeError if a
     replica's hybrid accounting does not close (``hybrid_timed``'s check).
@@ -82,8 +85,9 @@ def replay_hybrid_fleet(workload: Workload, run: PolicyRun, spec: HybridSpec, *,
     router = build_router(fleet.router, fleet.router_config, replicas=fleet.replicas,
                           seed=fleet.seed)
     started = time.perf_counter(), time.thread_time()
-    return run_fleet(workload, run, _HybridReplicas(workload, run, spec, timing), timing=timing,
-                     fleet=fleet, router=router, progress=progress, started=started)
+    return run_fleet(workload, run, _HybridReplicas(workload, run, spec, timing, host),
+                     timing=timing, fleet=fleet, router=router, progress=progress,
+                     started=started)
 
 
 def check_hybrid_runs(runs: Sequence[PolicyRun], spec: HybridSpec) -> None:

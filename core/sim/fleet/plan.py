@@ -116,7 +116,7 @@ class FleetProbe:
                           router_config=setting.router_config, seed=self.seed)
         if self.hybrid is not None:
             result = replay_hybrid_fleet(self.workload, setting.run, self.hybrid,
-                                         timing=self.timing, fleet=fleet)
+                                         timing=self.timing, fleet=fleet, host=setting.host)
         else:
             result = replay_fleet(self.workload, setting.run, pool_tokens=self.pool_tokens,
                                   page_size=self.page_size, timing=self.timing, fleet=fleet,

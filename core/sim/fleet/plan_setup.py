@@ -239,15 +239,17 @@ def _hybrid(r: PlanRequest, wl: Workload, runs: Sequence[PolicyRun],
             raise OptionError("--kv-memory, --swa-full-tokens-ratio and "
                               "--mamba-full-memory-ratio go with --model-arch")
         return None
-    if any(h is not None for h in hosts):
-        raise OptionError("--model-arch does not go with --host-tokens: a hybrid model's cache "
-                          "has no host tier here")
+    from radix_evict.cache.hybrid.host import check_host_spec
+
     try:
         spec = build_spec(layout_from(r.model_arch), kv_memory=r.kv_memory,
                           pool_tokens=r.pool_tokens, default_tokens=wl.default_pool_tokens,
                           page_size=r.page_size, swa_ratio=r.swa_full_tokens_ratio,
                           mamba_ratio=r.mamba_full_memory_ratio)
         check_hybrid_runs(runs, spec)
+        for host in hosts:
+            if host is not None:
+                check_host_spec(host)
     except ValueError as e:
         raise OptionError(f"--model-arch: {e}") from None
     return spec

@@ -141,6 +141,6 @@ def fleet_plan(runs: Sequence[PolicyRun], workload: Workload, *, fleet: FleetSpe
                 replay_fleet(workload, run, pool_tokens=pool, page_size=page_size, timing=timing,
                              fleet=fleet, host=host, progress=prog) if hybrid is None else
                 replay_hybrid_fleet(workload, run, hybrid, timing=timing, fleet=fleet,
-                                    progress=prog))
+                                    host=host, progress=prog))
     return FleetReport(workload, results, fleet, timing, host, seed, page_size, pool,
                        time.perf_counter() - t0, hybrid)

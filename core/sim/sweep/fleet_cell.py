@@ -70,7 +70,7 @@ def run_fleet_cell(cell: Cell, workload: Workload, base: dict[str, Any],
     else:  # each replica on the model's cache, its KV memory each (sim.fleet.hybrid)
         spec = cell.hybrid.spec(cell.pool_tokens, workload.default_pool_tokens, cell.page_size)
         result = replay_hybrid_fleet(workload, run, spec, timing=timing, fleet=fleet,
-                                     progress=progress)
+                                     host=cell.host_spec(), progress=progress)
         row.update(pool_figures(spec), full_hit_rate=result.full_hit_rate)
     row.update(fleet_figures(result))
     row.update({"pool_tokens": result.pool_tokens, "via": REPLAY,

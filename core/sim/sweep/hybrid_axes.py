@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from radix_evict.sim.sweep.keys import key_number
 from radix_evict.sim.sweep.values import SweepValueError, parse_numbers
+
+if TYPE_CHECKING:
+    from radix_evict.cache.host_tier import HostTierSpec
 
 __all__ = ["HYBRID_KEYS", "HybridAxes", "HybridPoint", "make_hybrid_axes", "read_hybrid_keys"]
 
@@ -110,13 +113,16 @@ class HybridAxes:
 
 
 def make_hybrid_axes(archs: list[str] | None, kv: list[str] | None, swa: list[float] | None,
-                     mamba: list[float] | None, *, host: bool) -> HybridAxes | None:
+                     mamba: list[float] | None, *, hosts: Sequence[HostTierSpec]
+                     ) -> HybridAxes | None:
     """The hybrid axes (None: none); SweepValueError names a bad key.
 
     Each architecture must load (a preset or a TOML layout) and each budget
-    parse; a hybrid cell has no host tier (the hybrid cache has one tier); a
-    fleet's replicas each have the model's cache (``sim.fleet.hybrid``).
+    parse; each host point (``hosts``) must be one the hybrid host tier models
+    (write-through only, no admission); a fleet's replicas each have the
+    model's cache (``sim.fleet.hybrid``).
     """
+    from radix_evict.cache.hybrid.host import check_host_spec
     from radix_evict.sim.models.presets import layout_from
     from radix_evict.sim.models.sizing import parse_bytes
 
@@ -126,9 +132,11 @@ def make_hybrid_axes(archs: list[str] | None, kv: list[str] | None, swa: list[fl
             raise SweepValueError(f"{', '.join(given)}: hybrid-model options; give model_arch "
                                   "(--model-arch) to use them")
         return None
-    if host:
-        raise SweepValueError("model_arch: a hybrid model's cache has no host tier here; drop "
-                              "the host-tier options")
+    for spec in hosts:
+        try:
+            check_host_spec(spec)
+        except ValueError as exc:
+            raise SweepValueError(f"model_arch with {exc}") from None
     for arch in archs:
         try:
             layout_from(arch)

@@ -192,11 +192,14 @@ FLEET_HOST_ROW_FIELDS = columns(timed=True, host=True, fleet=True)
 # A host tier with an admission policy: its rows' columns, untimed, timed, in a fleet.
 ADMISSION_COLUMN_SETS = tuple(columns(timed, True, fleet, True)
                               for timed, fleet in ((False, False), (True, False), (True, True)))
+# A hybrid model's rows: token or timed, one server or a fleet (timed), a host tier or not.
+HYBRID_COLUMN_SETS = tuple(columns(timed, host, fleet, False, True)
+                           for timed in (False, True) for host in (False, True)
+                           for fleet in ((False, True) if timed else (False,)))
 # The columns a result file may have.
 COLUMN_SETS = (ROW_FIELDS, TIMED_ROW_FIELDS, HOST_ROW_FIELDS, TIMED_HOST_ROW_FIELDS,
                FLEET_ROW_FIELDS, FLEET_HOST_ROW_FIELDS, *LEGACY_COLUMN_SETS,
-               *ADMISSION_COLUMN_SETS, columns(hybrid=True), columns(timed=True, hybrid=True),
-               columns(timed=True, fleet=True, hybrid=True))
+               *ADMISSION_COLUMN_SETS, *HYBRID_COLUMN_SETS)
 # Wall-clock timings: the only fields that differ between two runs of one cell (the timed
 # replay's figures are in virtual time, and the same for every run).
 TIMING_FIELDS = ("replay_s", "cache_s")

@@ -267,7 +267,9 @@ def make_grid(parts: GridParts) -> Grid:
         host=host,
         fleet=fleet,
         hybrid=make_hybrid_axes(parts.model_archs, parts.kv_memories, parts.swa_ratios,
-                                parts.mamba_ratios, host=host is not None),
+                                parts.mamba_ratios,
+                                hosts=[] if host is None else
+                                [h for h in host.points() if h is not None]),
     )
 
 
