@@ -2,6 +2,7 @@
 
     python bench/bench_hybrid_vs_sglang.py                       # swa and mamba, pages 1 and 16
     python bench/bench_hybrid_vs_sglang.py --kinds swa --pages 16 --convs 1200 --policy lfu
+    python bench/bench_hybrid_vs_sglang.py --hicache-ratio 1 --write-policy write_through
 
 Both sides replay the same multi-turn chat (``tests/helpers/sglang_rig.chat_events``,
 600 conversations = 2,091 requests by default) with the operations of
@@ -13,6 +14,12 @@ operation's result and on the pools and ledgers per component. Each row prints
 whether they did (or the first event where they did not), how often each kind
 of decision came up, the hit tokens (reusable prefix) against what full KV
 alone would have served, and each side's seconds.
+
+``--hicache-ratio`` turns on each side's host tier (``tests/helpers/hybrid_host_rig.py``:
+SGLang's HiCache over index-only host pools and its controller's own allocation paths,
+radix-evict's ``HostTierSpec`` of the same ratio); each event then also compares the host
+hits per component, the load-backs, and the host pools and per-component counters
+(written, loaded back, freed on host), and each row adds them.
 
 Needs ``make sglang-env`` (SGLang's wheel unpacked in build/sglang-env). Exit
 code 1 when any configuration differs.
@@ -38,7 +45,18 @@ def run(kind: str, page: int, backend: str, a: argparse.Namespace, events: list
 
     full, aux = (a.full, a.swa) if kind == "swa" else (a.full, a.states)
     shape = (kind, full, aux, page, a.window, a.policy, a.mamba_grid)
-    sides = [rig.SGLangSide(*shape, backend=backend), rig.RadixEvictSide(*shape)]
+    if a.hicache_ratio is None:
+        sides = [rig.SGLangSide(*shape, backend=backend), rig.RadixEvictSide(*shape)]
+    else:
+        from helpers import hybrid_host_rig as host
+
+        # Whole pages, as SGLang's pool configurator makes them
+        # (model_executor/pool_configurator.py:646-652, 1460-1464): the host pools are
+        # sized from the device pools, which radix-evict keeps in whole pages.
+        full, aux = full // page * page, aux // page * page if kind == "swa" else aux
+        shape = (kind, full, aux, page, a.window, a.policy, a.mamba_grid)
+        hshape = (*shape, a.write_policy, a.hicache_ratio)
+        sides = [host.SGLangHostSide(*hshape, backend=backend), host.RadixEvictHostSide(*hshape)]
     steps: list[list[Any]] = []
     seconds = []
     for side in sides:
@@ -52,7 +70,18 @@ def run(kind: str, page: int, backend: str, a: argparse.Namespace, events: list
             break
     ops = [op for s in steps[1] for op in s.ops]
     seen = Counter(op[0] for op in ops)
-    return {
+    hosted: dict[str, Any] = {}
+    if a.hicache_ratio is not None:
+        led = steps[1][-1].ledger
+        hosted = {
+            "write_policy": a.write_policy, "hicache_ratio": a.hicache_ratio,
+            "host_hits": sum(1 for op in ops if op[0] == "host" and any(op[1:])),
+            "load_backs": seen["load_back"],
+            "loaded_ok": sum(1 for op in ops if op[0] == "load_back" and op[1]),
+            "written": [led[8], led[9]], "loaded": [led[10], led[11]],
+            "host_freed": [led[12], led[13]],
+        }  # fmt: skip
+    return {**hosted,
         "kind": kind, "page": page, "backend": backend, "policy": a.policy, "full": full,
         "aux": aux,
         "window": a.window if kind == "swa" else None, "events": len(events),
@@ -80,6 +109,9 @@ def main() -> int:
     p.add_argument("--window", type=int, default=256, help="sliding window, tokens")
     p.add_argument("--states", type=int, default=48, help="Mamba state pool, states")
     p.add_argument("--mamba-grid", type=int, default=64, help="SGLang's mamba chunk size")
+    p.add_argument("--hicache-ratio", type=float, help="host tier of this ratio on both sides")
+    p.add_argument("--write-policy", default="write_through",
+                   choices=["write_through", "write_through_selective"])  # fmt: skip
     p.add_argument("--json-out")
     a = p.parse_args()
 
@@ -106,6 +138,10 @@ def main() -> int:
               f"{r['evictions']:>6} {r['aux_short_evictions']:>6} {r['refused']:>7} "
               f"{r['cut_by_aux']:>5} {r['hit_tokens']:>9} {r['full_only_hit_tokens']:>9} "
               f"{r['sglang_s']:>8} {r['radix_evict_s']:>6}")  # fmt: skip
+        if "host_hits" in r:
+            print(f"  host: {r['host_hits']} matches with a host hit, {r['loaded_ok']}/"
+                  f"{r['load_backs']} load-backs, written {r['written']}, loaded {r['loaded']},"
+                  f" freed on host {r['host_freed']} (full, aux)")  # fmt: skip
         if r["first_diff"]:
             print(f"  first difference: {r['first_diff']}")
     if a.json_out:

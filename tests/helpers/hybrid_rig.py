@@ -164,6 +164,7 @@ class SGLangSide:
         hit, node = m.device_prefix_len, m.last_device_node
         branch = m.swa_branching_seqlen if self.kind == "swa" else m.mamba_branching_seqlen
         step.ops.append(("match", hit, m.full_kv_hit_length, branch))
+        hit, node = self._host_hit(m, hit, node, step)
         lock = self.cache.inc_lock_ref(node)
         prefix = self.cache.path_device_indices(node)
         need = ceil_page(len(req.prompt) + len(req.out) - hit, self.page)
@@ -189,6 +190,10 @@ class SGLangSide:
             self._prefill_checkpoint(req, live, m.swa_branching_seqlen, step)
         else:
             self._state_checkpoint(req, live, step)
+
+    def _host_hit(self, m: Any, hit: int, node: Any, step: Step) -> tuple[int, Any]:
+        """What the request reuses after the match (a host tier loads back here)."""
+        return hit, node
 
     def _free_out(self, live: Live, pre_len: int) -> None:
         start, new = free_out(live.evicted, live.protected, pre_len, self.window, self.page)
@@ -328,7 +333,8 @@ class RadixEvictSide:
     """radix-evict's HybridRadixCache over counted pools, driven the same way."""
 
     def __init__(self, kind: str, full: int, aux: int, page: int, window: int, policy: str,
-                 mamba_grid: int, states_cap: int = -1) -> None:  # fmt: skip
+                 mamba_grid: int, states_cap: int = -1, host_tier: Any = None,
+                 ) -> None:  # fmt: skip
         from radix_evict.cache.hybrid.cache import HybridRadixCache
         from radix_evict.cache.hybrid.pool import HybridPools
 
@@ -338,6 +344,7 @@ class RadixEvictSide:
         self.cache = HybridRadixCache(
             self.pools, window=window if kind == "swa" else None, mamba=kind == "mamba",
             policy=policy, mamba_grid=mamba_grid, mamba_states_per_path=states_cap,
+            host_tier=host_tier,
         )  # fmt: skip
         self.aux = 1 if kind == "swa" else 2
         self.live: dict[int, Any] = {}
@@ -351,7 +358,8 @@ class RadixEvictSide:
         m = self.cache.match_prefix(req.prompt)
         hit = m.prefix_len
         step.ops.append(("match", hit, m.full_prefix_len, m.branching_len))
-        lock = self.cache.inc_lock_ref(m.node)
+        hit, node = self._host_hit(m, step)
+        lock = self.cache.inc_lock_ref(node)
         need = ceil_page(len(req.prompt) + len(req.out) - hit, self.page)
         aux_need = need if self.kind == "swa" else 1
         short = (max(0, need - self.pools.available(0)),
@@ -366,13 +374,17 @@ class RadixEvictSide:
             return
         self.pools.alloc(0, need)
         self.pools.alloc(self.aux, aux_need)
-        live = Live(hit, m.node, lock, hit + need, protected=hit)
+        live = Live(hit, node, lock, hit + need, protected=hit)
         self.live[req.rid] = live
         step.ops.append(("admitted", need))
         if self.kind == "swa":
             self._prefill_checkpoint(req, live, m.branching_len, step)
         else:
             self._state_checkpoint(req, live, step)
+
+    def _host_hit(self, m: Any, step: Step) -> tuple[int, Any]:
+        """What the request reuses after the match (a host tier loads back here)."""
+        return m.prefix_len, m.node
 
     def _free_out(self, live: Live, pre_len: int) -> None:
         start, new = free_out(live.evicted, live.protected, pre_len, self.window, self.page)

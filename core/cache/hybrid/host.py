@@ -12,7 +12,9 @@ SGLang 0.5.23's unified tree keeps, beside each component's device value, a
   the window KV of every device node within one window above it that has none
   on host (``components/swa.py:110-146``) and the node's Mamba state
   (``components/mamba.py:876-885``). A backed-up insert target whose window or
-  state has no host copy yet gets an incremental backup (``unified_tree_core.py:1430-1466``);
+  state has no host copy yet gets an incremental backup (``unified_tree_core.py:1430-1466``),
+  unless that node was backed up earlier in the same insert: its write is still in
+  flight (``write_through_pending_id``, ``unified_tree_core.py:1438-1447``);
 - a backup short of full host room evicts host leaves for the shortfall and
   fails if that falls short (``unified_radix_cache.py:1737-1749``); a window or
   state host pool short of room evicts as much as the backup needs from its
@@ -27,8 +29,15 @@ SGLang 0.5.23's unified tree keeps, beside each component's device value, a
   ``components/{full,swa,mamba}.py`` ``build_hicache_transfers``).
 
 Transfers complete inside the operation that starts them, as in the plain host
-tier (``cache/host_tier.py``), so SGLang's in-flight locks and acks never show.
+tier (``cache/host_tier.py``), so SGLang's in-flight locks and acks never show
+beyond the operation, with two traces inside it that SGLang's decisions do show: a
+backup made during an insert is in flight until that insert ends (``in_flight``),
+and a load-back's host lock, once released, leaves the window's or state's
+host-only copies at the host LRU's MRU end (:meth:`HybridHost.release_host_lock`).
 Write-back is not modelled here (refused by name).
+
+These rules are compared with SGLang's own unified tree with HiCache, event by event
+(``tests/cache/hybrid/test_hybrid_host_exact_sglang.py``).
 """
 
 from __future__ import annotations
@@ -125,6 +134,11 @@ class HybridHost:
         self._score: Callable[[HybridNode], Any] = score
         self.stats = HybridHostStats()
         self.leaves: set[HybridNode] = set()  # the host leaves (SGLang's evictable_host_leaves)
+        # Nodes backed up during the insert under way: SGLang's ``write_through_pending_id``,
+        # set at the backup's commit (``mark_write_through_pending``,
+        # ``unified_tree_core.py:2753-2767``) and cleared at its ack (``:2840-2848``),
+        # which here comes after the insert (the poll after each operation).
+        self.in_flight: set[HybridNode] = set()
 
     # ------------------------------------------------------------------ amounts
     def amount(self, node: HybridNode, component: int) -> int:
@@ -167,7 +181,12 @@ class HybridHost:
                 return
 
     def needs_incremental(self, node: HybridNode) -> bool:
-        """A backed-up node whose window or state has no host copy yet."""
+        """A backed-up node whose window or state has no host copy yet, and whose own
+        backup is not in flight: one made earlier in the same insert still awaits its ack,
+        so SGLang adds none (``write_through_pending_id is None``,
+        ``unified_tree_core.py:1438-1447``)."""
+        if node in self.in_flight:
+            return False
         if self.cache.aux == SWA:
             return bool(self._unbacked_window(node))
         return self.cache.aux == MAMBA and node.has[MAMBA] and not node.host[MAMBA]
@@ -217,6 +236,7 @@ class HybridHost:
             n.host[SWA] = True
         if state:
             node.host[MAMBA] = True
+        self.in_flight.add(node)
         return True
 
     # ------------------------------------------------------------------ demote
@@ -240,6 +260,38 @@ class HybridHost:
         """A device tombstone that keeps a host copy joins the host LRU (``swa.py:729-736``)."""
         if node.host[component] and node not in self.lru:
             self.lru.insert_mru(node)
+
+    def release_host_lock(self, node: HybridNode) -> None:
+        """What the host lock a load-back holds on ``node`` leaves behind once released.
+
+        SGLang's ``load_back`` host-locks its node (``unified_radix_cache.py:1830``) and
+        releases it at once when it does not load (``:1882-1883, 1906-1907, 1919-1920``)
+        or at the load's ack (``loading_check``, ``:3562-3564``). The lock takes the
+        window's host copies out of the host LRU for every node of the window segment
+        above ``node``, tombstones included
+        (``components/swa.py:849-903``), the state's for ``node`` alone
+        (``components/mamba.py:463-490``); the release puts back at the MRU end, in the
+        walk's order (``node`` first, so the topmost ends most recent), each copy that is
+        still host-only (``components/swa.py:905-945``, ``components/mamba.py:492-515``).
+        """
+        cache, aux = self.cache, self.cache.aux
+        if aux == MAMBA:
+            segment = [node]
+        elif aux == SWA:
+            assert cache.window is not None
+            segment, covered, cur = [], 0, node
+            while cur is not cache.root and covered < cache.window:
+                segment.append(cur)
+                covered += len(cur.key)
+                assert cur.parent is not None
+                cur = cur.parent
+        else:
+            return
+        for n in segment:
+            if n.host[aux] and not n.has[aux]:
+                if n in self.lru:
+                    self.lru.remove(n)
+                self.lru.insert_mru(n)
 
     # ------------------------------------------------------------------ host eviction
     def evict(self, component: int, num: int) -> int:

@@ -17,7 +17,12 @@ A load-back (``unified_radix_cache.py:1820-1935``) takes the path's host-only
 full KV, the host-only window copies within one window of the best node
 (``components/swa.py:1170-1203``) and the best node's host-only state
 (``components/mamba.py:887-912``), and skips when the full part is under
-``load_back_threshold`` and nothing auxiliary is asked.
+``load_back_threshold`` and nothing auxiliary is asked. It locks the host node
+itself while it evicts for room (``unified_radix_cache.py:1830-1833``): the window
+lock counts from there, host-only nodes included, so it can stop short of the
+device end. Its host lock on the node, released when it ends, puts the window's or
+state's host-only copies back at the host LRU's MRU end
+(:meth:`~radix_evict.cache.hybrid.host.HybridHost.release_host_lock`).
 """
 
 from __future__ import annotations
@@ -133,13 +138,17 @@ def load_back(cache: HybridRadixCache, match: HybridMatch) -> HybridMatch:
         return match
     from radix_evict.cache.hybrid.cache import HybridMatch
 
-    full, anchor, window, state = _to_load(cache, node)
+    full, _, window, state = _to_load(cache, node)
     need = [sum(len(n.key) for n in full), sum(len(n.key) for n in window), int(state)]
     if need[FULL] < max(1, host.load_back_threshold) and not (window or state):
+        host.release_host_lock(node)
         return match
-    # SGLang locks the host node's path (its device end here: nothing below it is on
-    # device) while it evicts for room.
-    receipt = cache.inc_lock_ref(anchor)
+    # SGLang locks the host node itself while it evicts for room
+    # (``unified_radix_cache.py:1833``): full KV root-ward through the host-only
+    # segment (nothing there is on device: no ledger moves), the window from the host
+    # node up (host-only nodes count towards it, ``components/swa.py:849-903``), the
+    # state on the host node. The window lock can thus stop short of the device end.
+    receipt = cache.inc_lock_ref(node)
     ok = True
     for c in (FULL, SWA, MAMBA):  # full first; the others' shortfall in the controller's load
         short = need[c] - cache.pools.available(c)
@@ -151,6 +160,7 @@ def load_back(cache: HybridRadixCache, match: HybridMatch) -> HybridMatch:
     cache.dec_lock_ref(receipt)
     if not ok:
         host.stats.load_back_failed += 1
+        host.release_host_lock(node)
         return match
     for c in (FULL, SWA, MAMBA):
         cache.pools.alloc(c, need[c])
@@ -165,6 +175,7 @@ def load_back(cache: HybridRadixCache, match: HybridMatch) -> HybridMatch:
         cache.refresh_leaf(n.parent)
     for n in [*reversed(window), *([node] if state else [])]:  # root-ward first (swa.py:1190)
         cache.set_aux(n)
+    host.release_host_lock(node)  # at the load's ack
     at = match.host_prefix_len
     return HybridMatch(at, match.full_prefix_len, node, cache._branching(match.full_prefix_len, at),
                        at, node)  # fmt: skip

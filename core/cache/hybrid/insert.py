@@ -46,6 +46,8 @@ def run_insert(
     from radix_evict.cache.hybrid.cache import HybridInsert
 
     walk = _Walk(prev, inserted, priority, evicted, mamba_state)
+    if cache.host is not None:
+        cache.host.in_flight.clear()  # the previous operation's backups are acked
     root = cache.root
     root.last_access_time = cache.tick()
     root.priority = max(root.priority, priority)

@@ -195,6 +195,54 @@ def test_the_load_back_threshold_skips_short_full_only_loads() -> None:
     assert (m.host_len, c.load_back(m).prefix_len) == (10, 0)
 
 
+def test_load_back_locks_the_host_node_so_the_window_lock_can_stop_short_of_the_device() -> None:
+    """SGLang locks the load-back's host node (unified_radix_cache.py:1833): its window
+    lock counts the host-only tail, so the device front's window KV may go for room."""
+    c = cache_of("swa")
+    add(c, A)  # [0,6) and [6,10), both on device and on host
+    assert c.evict(full=4) == (4, 4, 0)  # the tail goes to host only
+    c.pools.alloc(SWA, 92)  # 2 window slots free: the load must evict 2 more
+    m = c.load_back(c.match_prefix(A))
+    # Locked from the device front, the window lock would have covered the front's
+    # window and the load would have failed. Here the front's window goes for room.
+    assert m.prefix_len == 10
+    assert shape(c) == [(4, [True, True, False], [True, True, False]),
+                        (6, [True, False, False], [True, True, False])]  # fmt: skip
+    c.check()
+
+
+def test_a_load_back_that_fails_still_puts_the_host_state_at_the_mru_end() -> None:
+    """The host lock's release re-inserts the host-only state at the MRU end
+    (components/mamba.py:492-515), even when nothing was loaded."""
+    c = cache_of("mamba")
+    add(c, A)
+    add(c, B)
+    c.evict(full=20)  # both states on host only
+    assert c.host is not None
+    a, b = (next(n for n in c.root.children.values() if int(n.key[0]) == k) for k in (0, 100))
+    lru = c.host.lru
+    lru.reset_mru(b)  # A's state is the least recent
+    assert lru.lru_unlocked() is a
+    c.pools.alloc(FULL, 100)  # no device room for the load
+    m = c.match_prefix(A)
+    assert c.load_back(m) is m and c.host.stats.load_back_failed == 1
+    assert lru.lru_unlocked() is b  # A's state went back at the MRU end
+    c.pools.free(FULL, 100)
+    c.check()
+
+
+def test_no_incremental_backup_of_a_node_backed_up_in_the_same_insert() -> None:
+    """The split-off front is backed up during the insert's walk, then gets the caller's
+    state: that backup is still in flight (write_through_pending_id), so the state waits
+    for the next insert (unified_tree_core.py:1438-1447)."""
+    c = cache_of("mamba", policy="write_through_selective")
+    add(c, A)
+    add(c, A[:5])  # the split copies the hit count: the front's second hit backs it up
+    assert host_used(c) == [5, 0, 0]
+    add(c, A[:5])  # now the front is backed up and acked: its state is copied
+    assert host_used(c) == [5, 0, 1]
+
+
 @pytest.mark.parametrize(("kw", "message"), [
     ({"write_policy": "write_back"}, "'write_back' is not modelled"),
     ({"admission": "tinylfu"}, "admission is not modelled"),
