@@ -18,6 +18,7 @@ import numpy as np
 from radix_evict.sim.configs import PolicyRun
 from radix_evict.sim.curve import REPLAY
 from radix_evict.sim.sweep.cell import Cell
+from radix_evict.sim.sweep.rows import timed_figures
 from radix_evict.sim.sweep.schema import OK
 from radix_evict.sim.workloads import Workload
 
@@ -36,13 +37,7 @@ def fleet_figures(result: Any) -> dict[str, Any]:
         "p50_uncached": p50, "p90_uncached": p90, "p99_uncached": p99,
         "mean_uncached": float(uncached.mean()) if uncached.size else 0.0,
         "evicted_tokens": sum(r.evicted_tokens for r in result.per_replica),
-        "failed_admissions": f.refused,
-        "ttft_p50_ms": f.ttft_ms.p50, "ttft_p90_ms": f.ttft_ms.p90, "ttft_p99_ms": f.ttft_ms.p99,
-        "queue_p99_ms": f.queue_ms.p99, "tpot_p50_ms": None if f.tpot_ms is None else f.tpot_ms.p50,
-        "e2e_p99_ms": f.e2e_ms.p99, "slo_attainment": f.slo_attainment,
-        "throughput_rps": f.throughput_rps, "goodput_rps": f.goodput_rps,
-        "retractions": f.retractions, "peak_queue": f.peak_queue,
-        "gpu_hours": result.gpu_hours,
+        "failed_admissions": f.refused, **timed_figures(f), "gpu_hours": result.gpu_hours,
         "balance_requests": result.balance.requests_max_over_mean,
         "balance_tokens": result.balance.tokens_max_over_mean,
     }

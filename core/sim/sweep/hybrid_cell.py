@@ -11,7 +11,6 @@ covered) and the pools the budget bought (``full_pool_tokens``,
 from __future__ import annotations
 
 import time
-from types import SimpleNamespace
 from typing import Any
 
 from radix_evict.sim.curve import REPLAY
@@ -74,7 +73,7 @@ def run_hybrid_cell(cell: Cell, workload: Workload, base: dict[str, Any]) -> dic
     else:
         run, figures = replay_hybrid_timed(workload, spec, cell.policy, cell.config, timing,
                                            host)
-        row.update(timed_figures(SimpleNamespace(timing=figures)))  # type: ignore[arg-type]
+        row.update(timed_figures(figures))
     row.update(hybrid_figures(run, spec))
     if host is not None:
         row.update(hybrid_host_figures(run, spec, host))

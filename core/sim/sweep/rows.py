@@ -28,6 +28,7 @@ from radix_evict.sim.replay import ReplayResult, replay
 from radix_evict.sim.sweep.grid import CEILING, ORACLE, Cell
 from radix_evict.sim.sweep.host_axes import host_key
 from radix_evict.sim.sweep.schema import ERROR, OK, TIMING_FIELDS, columns
+from radix_evict.sim.timed.figures import TimedFigures
 from radix_evict.sim.workloads import Workload
 
 
@@ -96,9 +97,9 @@ def host_figures(result: ReplayResult) -> dict[str, Any]:
     }
 
 
-def timed_figures(result: ReplayResult) -> dict[str, Any]:
-    """The timed columns of a timed replay's result (``result.timing``)."""
-    t = result.timing
+def timed_figures(t: TimedFigures) -> dict[str, Any]:
+    """The timed columns of a timed replay's figures (a result's ``timing``, a fleet's
+    ``fleet``: the same percentiles and rates)."""
     return {
         "ttft_p50_ms": t.ttft_ms.p50, "ttft_p90_ms": t.ttft_ms.p90, "ttft_p99_ms": t.ttft_ms.p99,
         "queue_p99_ms": t.queue_ms.p99, "tpot_p50_ms": None if t.tpot_ms is None else t.tpot_ms.p50,
@@ -130,7 +131,7 @@ def result_row(cell: Cell, result: ReplayResult, replay_s: float) -> dict[str, A
         "status": OK,
     })
     if cell.timing is not None and result.timing is not None:
-        row.update(timed_figures(result))
+        row.update(timed_figures(result.timing))
     if cell.host is not None and result.host is not None:
         row.update(host_figures(result))
         if cell.host.admission is not None:
