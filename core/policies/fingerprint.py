@@ -10,8 +10,11 @@ The fingerprint of tokens ``t_0 .. t_{n-1}`` is ``n`` together with two
 polynomial hashes ``sum t_j * B^(n-1-j) mod p`` (two 31-bit primes, so 62
 bits in all). A polynomial hash extends: the prefix through a node is its
 parent's hash times ``B^len`` plus the node's own, so each node's key costs
-one vectorised pass over its own tokens, once (a node object ends the same
-prefix for its whole life: a split hands the head to a new node).
+a few vectorised passes over its own tokens, once (a node object ends the same
+prefix for its whole life: a split hands the head to a new node). The passes
+multiply, shift and mask, never divide (both primes are ``2**31 - c``): stateful
+policies fingerprint every node they see, and numpy's int64 division made this
+half of an ARC replay's time.
 """
 
 from __future__ import annotations
@@ -25,34 +28,56 @@ if TYPE_CHECKING:
 
 Fingerprint = int
 
-_PRIMES = (2_147_483_647, 2_147_483_629)  # below 2**31: products of two residues fit int64
+# Both primes are 2**31 - c (c = 1 and 19): a product of two residues reduces modulo one
+# with a shift, a mask and a multiply by c (no division), and the sums stay in int64.
+_PRIMES = (2_147_483_647, 2_147_483_629)
 _BASES = (1_000_003, 972_663_749)
+_LOW31 = 2**31 - 1
+# Terms reduced that way are below 20 * 2**31, so int64 sums hold 2**27 of them; longer
+# keys are summed in pieces of this many tokens.
+_SUM_CHUNK = 2**26
 
 
 class _Powers:
-    """``B^k mod p`` for k = 0, 1, ..., grown by doubling as longer keys come."""
+    """One (base, prime) pair: ``B^-k mod p`` for k = 0, 1, ..., grown by doubling as
+    longer keys come.
+
+    Inverse powers so that the table is read forwards: ``sum t_j * B^(n-1-j)`` is
+    ``B^(n-1) * sum t_j * B^-j`` (mod p).
+    """
 
     def __init__(self, base: int, prime: int) -> None:
         self.base, self.prime = base, prime
+        self.fold = 2**31 - prime  # 2**31 = fold (mod p)
+        self.inverse = pow(base, -1, prime)
         self.table = np.ones(1, dtype=np.int64)
 
     def upto(self, n: int) -> np.ndarray:
         t = self.table
         while len(t) < n:
-            step = pow(self.base, len(t), self.prime)
+            step = pow(self.inverse, len(t), self.prime)
             t = np.concatenate([t, t * step % self.prime])
         self.table = t
         return t
 
 
-def _poly(tokens: np.ndarray, powers: _Powers) -> int:
-    """``sum t_j * B^(n-1-j) mod p`` of ``tokens`` (any int64 values)."""
-    n = len(tokens)
+def _poly(residues: np.ndarray, powers: _Powers) -> int:
+    """``sum t_j * B^(n-1-j) mod p`` of ``residues`` (int64 values in ``[0, p)``)."""
+    n = len(residues)
     if n == 0:
         return 0
     p = powers.prime
-    table = powers.upto(n)[n - 1 :: -1]
-    return int((tokens % p * table % p).sum() % p)
+    terms = residues * powers.upto(n)[:n]  # each below p**2 < 2**62
+    high = terms >> 31
+    terms &= _LOW31
+    if powers.fold != 1:
+        high *= powers.fold
+    terms += high  # = the product (mod p), below 20 * 2**31
+    if n <= _SUM_CHUNK:
+        total = int(terms.sum())
+    else:
+        total = sum(int(terms[i : i + _SUM_CHUNK].sum()) for i in range(0, n, _SUM_CHUNK))
+    return total % p * pow(powers.base, n - 1, p) % p
 
 
 def tokens_fingerprint(tokens: np.ndarray) -> Fingerprint:
@@ -101,10 +126,12 @@ class PrefixFingerprints:
     def extend(self, fp: Fingerprint, tokens: np.ndarray) -> Fingerprint:
         """The fingerprint of the prefix ``fp`` stands for, followed by ``tokens``."""
         n = len(tokens)
-        length, h1, h2 = fp >> 62, (fp >> 31) & (2**31 - 1), fp & (2**31 - 1)
+        length, h1, h2 = fp >> 62, (fp >> 31) & _LOW31, fp & _LOW31
         (q1, q2), (w1, w2) = _PRIMES, self._powers
-        h1 = (h1 * pow(w1.base, n, q1) + _poly(tokens, w1)) % q1
-        h2 = (h2 * pow(w2.base, n, q2) + _poly(tokens, w2)) % q2
+        # token ids are below both primes but for unusual workloads: reduce those first
+        big = n and (int(tokens.min()) < 0 or int(tokens.max()) >= min(q1, q2))
+        h1 = (h1 * pow(w1.base, n, q1) + _poly(tokens % q1 if big else tokens, w1)) % q1
+        h2 = (h2 * pow(w2.base, n, q2) + _poly(tokens % q2 if big else tokens, w2)) % q2
         return (length + n) << 62 | h1 << 31 | h2
 
 
