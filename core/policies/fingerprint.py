@@ -51,6 +51,14 @@ class _Powers:
         self.fold = 2**31 - prime  # 2**31 = fold (mod p)
         self.inverse = pow(base, -1, prime)
         self.table = np.ones(1, dtype=np.int64)
+        self._forward: dict[int, int] = {}  # n -> B^n mod p: node lengths repeat (whole pages)
+
+    def forward(self, n: int) -> int:
+        """``B^n mod p``, memoised."""
+        got = self._forward.get(n)
+        if got is None:
+            got = self._forward[n] = pow(self.base, n, self.prime)
+        return got
 
     def upto(self, n: int) -> np.ndarray:
         t = self.table
@@ -77,7 +85,7 @@ def _poly(residues: np.ndarray, powers: _Powers) -> int:
         total = int(terms.sum())
     else:
         total = sum(int(terms[i : i + _SUM_CHUNK].sum()) for i in range(0, n, _SUM_CHUNK))
-    return total % p * pow(powers.base, n - 1, p) % p
+    return total % p * powers.forward(n - 1) % p
 
 
 def tokens_fingerprint(tokens: np.ndarray) -> Fingerprint:
@@ -130,8 +138,8 @@ class PrefixFingerprints:
         (q1, q2), (w1, w2) = _PRIMES, self._powers
         # token ids are below both primes but for unusual workloads: reduce those first
         big = n and (int(tokens.min()) < 0 or int(tokens.max()) >= min(q1, q2))
-        h1 = (h1 * pow(w1.base, n, q1) + _poly(tokens % q1 if big else tokens, w1)) % q1
-        h2 = (h2 * pow(w2.base, n, q2) + _poly(tokens % q2 if big else tokens, w2)) % q2
+        h1 = (h1 * w1.forward(n) + _poly(tokens % q1 if big else tokens, w1)) % q1
+        h2 = (h2 * w2.forward(n) + _poly(tokens % q2 if big else tokens, w2)) % q2
         return (length + n) << 62 | h1 << 31 | h2
 
 
