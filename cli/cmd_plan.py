@@ -13,7 +13,7 @@ from radix_evict.sim.fleet.plan_setup import DEFAULT_ROUTER, PlanRequest, prepar
 from radix_evict.sim.fleet.plan_table import plan_table
 
 from . import output
-from .command import options_command, plain
+from .command import options_command, plain, token_count
 from .errors import mark_json
 from .simulate_options import HYBRID_FIELDS, KvMemoryOpt, MambaRatioOpt, ModelArchOpt, SwaRatioOpt
 from .simulate_report import render
@@ -48,8 +48,9 @@ class PlanOptions:
                                       "this many replicas.")] = DEFAULT_MAX_REPLICAS
     start_replicas: Annotated[int, _opt("--start-replicas", min=1, help="The first probe (a "
                                         "guess: the search goes below it if it meets).")] = 1
-    pool_tokens: Annotated[int | None, _opt("--pool-tokens", min=1, help="KV pool per replica, "
-                                            "tokens.", show_default="the workload's")] = None
+    pool_tokens: Annotated[int | None, _opt("--pool-tokens", parser=token_count(1),
+                                            help="KV pool per replica, tokens (4M).",
+                                            show_default="the workload's")] = None
     page_size: Annotated[int, _opt("--page-size", min=1, help="Tokens per KV page.")] = 1
     cost_model: Annotated[str | None, _opt("--cost-model", help="Preset ({presets}) or file.",
                                            show_default="llama3-8b-h100")] = None

@@ -22,6 +22,7 @@ import typer
 from typer.models import OptionInfo
 
 from radix_evict.outputs import FORCE_FLAG
+from radix_evict.sim.sweep.values import SweepValueError, parse_count
 
 OptionsT = TypeVar("OptionsT")
 T = TypeVar("T")
@@ -29,6 +30,23 @@ T = TypeVar("T")
 ForceOpt = Annotated[bool, typer.Option(
     FORCE_FLAG, help="Let an output option replace an existing file radix-evict did not "
                      "write (never a file the run reads).")]
+
+
+def token_count(least: int) -> Callable[[str], int]:
+    """An option's reader of a size in tokens, in sweep's syntax (``4000000``, ``4M``,
+    ``64Ki``), at least ``least``: a one-value option takes what the sweep's lists take."""
+
+    def read(text: str) -> int:
+        try:
+            value = parse_count(text, "tokens")
+        except SweepValueError as err:
+            raise typer.BadParameter(str(err)) from None
+        if value < least:
+            raise typer.BadParameter(f"tokens: {value} is below {least}")
+        return value
+
+    read.__name__ = "tokens"  # typer's metavar, upper-cased
+    return read
 
 
 def plain(options: Any, library_type: type[T]) -> T:

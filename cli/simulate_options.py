@@ -18,7 +18,7 @@ import typer
 from radix_evict.sim.simulate import SimulateSettings
 from radix_evict.sim.workloads import DEFAULT_WORKLOAD
 
-from .command import ForceOpt, plain
+from .command import ForceOpt, plain, token_count
 
 PoolCurveOpt = Annotated[str | None, typer.Option(
     "--pool-curve",
@@ -42,7 +42,7 @@ HOST_POLICY_HELP = ("With a host tier: the policy that ranks host-only nodes for
 HOST_CONFIG_HELP = "With --host-policy: its config (JSON or @FILE), checked strictly."
 
 HostTokensOpt = Annotated[int | None, typer.Option(
-    "--host-tokens", min=0, help=HOST_TOKENS_HELP)]
+    "--host-tokens", parser=token_count(0), help=HOST_TOKENS_HELP)]
 HicacheRatioOpt = Annotated[float | None, typer.Option(  # R > 0: build_host says so
     "--hicache-ratio", help=HICACHE_RATIO_HELP)]
 # simulate's own: the help above without its "(default ...)", the default as typer shows it.
@@ -135,7 +135,7 @@ class SimulateOptions:
     list_workloads: Annotated[bool, typer.Option(
         "--list-workloads", help="List the built-in workloads and their parameters.")] = False
     pool_tokens: Annotated[int | None, typer.Option(
-        "--pool-tokens", min=1, help="KV pool size in tokens.",
+        "--pool-tokens", parser=token_count(1), help="KV pool size in tokens (4000000, 4M).",
         show_default="the workload's")] = None
     page_size: Annotated[int, typer.Option("--page-size", min=1, help="Tokens per KV page.")] = 1
     pool_curve: PoolCurveOpt = None

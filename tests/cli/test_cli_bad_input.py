@@ -90,6 +90,17 @@ def test_page_larger_than_the_default_pool_is_found_before_the_replay(no_replay:
     assert_clean(r, 2, "--page-size 1,000,000", "default pool")
 
 
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--pool-tokens", "4X"], "'4X' is not a whole number"),
+    (["--pool-tokens", "1.5"], "'1.5' is not a whole"),
+    (["--pool-tokens", "0"], "0 is below 1"),
+    (["--host-tokens", "-1K"], "'-1K' is not a whole number"),
+])
+def test_bad_token_sizes_are_named(args: list[str], needle: str, no_workload: None) -> None:
+    r = cli("simulate", *args)
+    assert_clean(r, 2, f"Invalid value for '{args[0]}'", needle)
+
+
 def test_pool_larger_than_memory(no_workload: None) -> None:
     r = cli("simulate", "--pool-tokens", "99999999999999999999")
     assert_clean(r, 2, "--pool-tokens 99,999,999,999,999,999,999", "GiB")

@@ -80,6 +80,7 @@ def test_plan_json(fake_fleet: list[tuple[str, int]]) -> None:
     (["--slo-ttft", "100", "--router", "{}"], "--router"),
     (["--slo-ttft", "100", "--router", "round_robin=[1]"], "--router round_robin"),
     (["--slo-ttft", "100", "--pool-tokens", "10", "--page-size", "64"], "--pool-tokens"),
+    (["--slo-ttft", "100", "--pool-tokens", "4X"], "--pool-tokens"),
     (["--slo-ttft", "100", "-p", "no_such_policy"], "no_such_policy"),
     (["--slo-ttft", "100", "--trace", "x.jsonl"], "--trace or --workload"),
     (["--slo-ttft", "100", "-w", "chat,agentic"], "--workload"),

@@ -353,3 +353,16 @@ def test_the_matrix_recommends_the_core_s_winners_without_choosing_again(
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert data["winners"] == {w: rec["policy"] for w, rec in data["recommendations"].items()}
+
+
+def test_token_sizes_take_the_sweeps_suffixes() -> None:
+    """--pool-tokens and --host-tokens read sizes as sweep's lists do: 4K is 4000, 8Ki 8192."""
+    small = ("--param", "convs=2", "-p", "lru")
+    suffixed = simulate_json(*small, "--pool-tokens", "4K", "--host-tokens", "8Ki")
+    spelled = simulate_json(*small, "--pool-tokens", "4000", "--host-tokens", "8192")
+    assert suffixed["pool_tokens"] == 4000 and suffixed["host_tier"]["tokens"] == 8192
+
+    keys = ("pool_tokens", "hit_tokens", "hit_rate", "p99_uncached", "evicted_tokens",
+            "host_hit_tokens")
+    figures = [{k: data["results"][0][k] for k in keys} for data in (suffixed, spelled)]
+    assert figures[0] == figures[1] and figures[0]["hit_tokens"] > 0
