@@ -33,6 +33,7 @@ Fingerprint = int
 _PRIMES = (2_147_483_647, 2_147_483_629)
 _BASES = (1_000_003, 972_663_749)
 _LOW31 = 2**31 - 1
+_BELOW_BOTH = min(_PRIMES)  # tokens below this are residues of both primes as they are
 # Terms reduced that way are below 20 * 2**31, so int64 sums hold 2**27 of them; longer
 # keys are summed in pieces of this many tokens.
 _SUM_CHUNK = 2**26
@@ -137,7 +138,7 @@ class PrefixFingerprints:
         length, h1, h2 = fp >> 62, (fp >> 31) & _LOW31, fp & _LOW31
         (q1, q2), (w1, w2) = _PRIMES, self._powers
         # token ids are below both primes but for unusual workloads: reduce those first
-        big = n and (int(tokens.min()) < 0 or int(tokens.max()) >= min(q1, q2))
+        big = n > 0 and (int(tokens.min()) < 0 or int(tokens.max()) >= _BELOW_BOTH)
         h1 = (h1 * w1.forward(n) + _poly(tokens % q1 if big else tokens, w1)) % q1
         h2 = (h2 * w2.forward(n) + _poly(tokens % q2 if big else tokens, w2)) % q2
         return (length + n) << 62 | h1 << 31 | h2
