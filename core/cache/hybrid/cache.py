@@ -29,6 +29,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from radix_evict.cache.compiled import page_kernel
 from radix_evict.cache.host_tier import HostTierSpec
 from radix_evict.cache.hybrid.host import HybridHost
 from radix_evict.cache.hybrid.lru import ComponentLRU
@@ -36,6 +37,13 @@ from radix_evict.cache.hybrid.node import FULL, MAMBA, SWA, HybridNode
 from radix_evict.cache.hybrid.pool import HybridPools
 
 SPLIT_TIME_STEP = 0.00001  # the match's per-ancestor step back in time (SGLang's)
+TOKEN_BYTES = 8  # keys are int64
+_LOOPS = page_kernel()  # the flat tree's C page loops (None: not built, or pure Python asked)
+
+
+def as_key(tokens: Any) -> np.ndarray:
+    """``tokens`` as the int64 array the tree compares: C-contiguous (copied only if not)."""
+    return np.asarray(tokens, dtype=np.int64, order="C")
 
 
 @dataclass(frozen=True)
@@ -154,9 +162,14 @@ class HybridRadixCache:
         return key[offset : offset + self.page_size].tobytes()
 
     def _match_len(self, node_key: np.ndarray, key: np.ndarray, offset: int) -> int:
-        n = min(len(node_key), len(key) - offset)
-        diff = np.flatnonzero(node_key[:n] != key[offset : offset + n])
-        m = int(diff[0]) if len(diff) else n
+        """Whole pages ``node_key`` shares with ``key`` from token ``offset`` on (both
+        C-contiguous int64: keys come in through :func:`as_key` and are cut, never strided)."""
+        if _LOOPS is not None:  # the flat tree's C loop: one pass, no temporary arrays
+            m = int(_LOOPS.common_prefix(node_key, key, offset * TOKEN_BYTES))
+        else:
+            n = min(len(node_key), len(key) - offset)
+            diff = np.flatnonzero(node_key[:n] != key[offset : offset + n])
+            m = int(diff[0]) if len(diff) else n
         return m // self.page_size * self.page_size
 
     def amount(self, node: HybridNode, component: int) -> int:
@@ -168,9 +181,10 @@ class HybridRadixCache:
     def is_leaf(self, node: HybridNode) -> bool:
         """SGLang's device leaf: not the root, full KV on device, nothing locked, no child
         with full KV on device (``_is_device_leaf``, ``unified_tree_core.py:2348-2364``)."""
-        if node is self.root or node.locked() or not node.has[FULL]:
+        if node is self.root or not node.has[FULL] or node.locked():
             return False
-        return not any(c.has[FULL] for c in node.children.values())
+        children = node.children
+        return not children or not any(c.has[FULL] for c in children.values())
 
     def refresh_leaf(self, node: HybridNode) -> None:
         if self.is_leaf(node):
@@ -253,7 +267,7 @@ class HybridRadixCache:
 
     def match_prefix(self, tokens: Any) -> HybridMatch:
         """The longest prefix every component can serve (``_match_prefix_helper``)."""
-        key = np.asarray(tokens, dtype=np.int64)
+        key = as_key(tokens)
         key = key[: len(key) // self.page_size * self.page_size]
         if len(key) == 0:
             return HybridMatch(0, 0, self.root, None)
@@ -289,7 +303,7 @@ class HybridRadixCache:
         """The reusable prefix :meth:`match_prefix` would find, read only: nothing split,
         stamped or told the policy (what a router reads off a replica). A prefix ending
         inside a node stops at that node's start, as ``RadixTree.locate`` does."""
-        key = np.asarray(tokens, dtype=np.int64)
+        key = as_key(tokens)
         key = key[: len(key) // self.page_size * self.page_size]
         check = self._validators()
         node, offset, best_len = self.root, 0, 0
@@ -425,7 +439,7 @@ class HybridRadixCache:
 
         if self.aux == MAMBA and not mamba_state:
             raise ValueError("a Mamba cache's insert needs the request's state (mamba_state=True)")
-        key = np.asarray(tokens, dtype=np.int64)
+        key = as_key(tokens)
         if key.ndim != 1:
             raise ValueError(f"tokens must be one sequence, got shape {key.shape}")
         key = key[: len(key) // self.page_size * self.page_size]

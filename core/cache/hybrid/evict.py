@@ -47,7 +47,8 @@ def _entry(cache: HybridRadixCache, node: HybridNode) -> tuple[Any, float, int, 
 
 def _walk_leaves(cache: HybridRadixCache, asked: int, freed: list[int]) -> None:
     """Full KV: delete leaves lowest score first (ties: least recent) until enough is out."""
-    heap = [_entry(cache, n) for n in cache.leaves]
+    score = cache.score
+    heap = [(score(n), n.last_access_time, n.id, n) for n in cache.leaves]  # _entry, inlined
     heapq.heapify(heap)
     while freed[FULL] < asked and heap:
         node = heapq.heappop(heap)[-1]

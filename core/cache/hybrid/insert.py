@@ -56,8 +56,10 @@ def run_insert(
             cache.pools.free(MAMBA, 1)  # nothing to attach it to
         return HybridInsert(0, True, root)
     node, total = root, 0
-    while len(key) and cache._child_key(key) in node.children:
-        child = node.children[cache._child_key(key)]
+    while len(key):
+        child = node.children.get(cache._child_key(key))
+        if child is None:
+            break
         child.last_access_time = cache.tick()
         m = cache._match_len(child.key, key, 0)
         node = cache.split(child, m) if m < len(child.key) else child

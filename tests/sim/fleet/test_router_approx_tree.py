@@ -145,3 +145,67 @@ def test_token_keys_work_like_text() -> None:
     assert tree.prefix_match((1, 2, 3, 4, 5)) == (2, 4)
     assert tree.prefix_match((1, 2, 9, 9)) == (3, 3)
     assert tree.size == {2: 4, 3: 3}
+
+
+def _evict_as_tree_rs(tree: ApproxTree, max_size: int) -> None:
+    """tree.rs:718-821 read literally: every (node, tenant) leaf in the heap, over the limit
+    or not (the tree's own evict_by_size leaves out tenants within it: same result)."""
+    import heapq
+
+    from radix_evict.sim.fleet.routers.approx_tree import head
+
+    heap, seq, stack = [], 0, [tree.root]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children.values())
+        for tenant, stamp in node.tenants.items():
+            if tree._is_leaf_for(node, tenant):
+                heap.append((stamp, seq, tenant, node))
+                seq += 1
+    heapq.heapify(heap)
+    while heap:
+        _, _, tenant, node = heapq.heappop(heap)
+        if tree.size.get(tenant, 0) <= max_size or not tree._is_leaf_for(node, tenant):
+            continue
+        tree.size[tenant] = max(0, tree.size[tenant] - len(node.text))
+        del node.tenants[tenant]
+        parent = node.parent
+        if parent is None:
+            continue
+        if not node.children and not node.tenants:
+            del parent.children[head(node.text)]
+        if tree._is_leaf_for(parent, tenant):
+            heapq.heappush(heap, (parent.tenants[tenant], seq, tenant, parent))
+            seq += 1
+
+
+def _dump(tree: ApproxTree) -> list[tuple[str, dict[int, int], list[str]]]:
+    out, stack = [], [("", tree.root)]
+    while stack:
+        path, node = stack.pop()
+        here = path + str(node.text)
+        out.append((here, dict(node.tenants), sorted(node.children)))
+        stack.extend((here, c) for c in node.children.values())
+    return sorted(out)
+
+
+def test_evict_by_size_equals_tree_rs_read_literally_on_random_trees() -> None:
+    """Leaving the tenants within the limit out of the heap changes no decision: random
+    inserts by four tenants (some under the limit, some over), trimmed both ways, again
+    and again, give the same trees, sizes and next matches."""
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        fast, literal = ApproxTree(), ApproxTree()
+        for step in range(200):
+            text = "".join(rng.choice(list("abc"), size=int(rng.integers(1, 9))))
+            tenant = int(rng.integers(0, 4)) if trial % 2 else int(rng.integers(0, 2)) * 3
+            fast.insert(text, tenant)
+            literal.insert(text, tenant)
+            if step % 25 == 24:
+                limit = int(rng.integers(0, 40))
+                fast.evict_by_size(limit)
+                _evict_as_tree_rs(literal, limit)
+                assert fast.size == literal.size
+                assert _dump(fast) == _dump(literal), (trial, step)
+                probe = "".join(rng.choice(list("abc"), size=5))
+                assert fast.prefix_match(probe) == literal.prefix_match(probe)

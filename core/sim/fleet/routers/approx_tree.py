@@ -206,14 +206,22 @@ class ApproxTree:
         child is left) and, when the parent becomes the tenant's leaf, pushes
         the parent with the parent's own timestamp.
         """
+        # A tenant within the limit is never trimmed (sizes only fall below), so its leaves
+        # stay out of the heap: the others pop in the same order, far fewer pops.
+        over = {t for t, n in self.size.items() if n > max_size}
+        if not over:
+            return
         heap: list[tuple[int, int, int, _Node]] = []
         seq = 0
         stack = [self.root]
         while stack:
             node = stack.pop()
-            stack.extend(node.children.values())
+            children = node.children.values()
+            stack.extend(children)
+            # _is_leaf_for for every tenant at once: the tenants no child holds.
+            below: set[int] = set().union(*(c.tenants for c in children))
             for tenant, stamp in node.tenants.items():
-                if self._is_leaf_for(node, tenant):
+                if tenant in over and tenant not in below:
                     heap.append((stamp, seq, tenant, node))
                     seq += 1
         heapq.heapify(heap)
