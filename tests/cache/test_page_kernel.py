@@ -297,6 +297,29 @@ def test_common_prefix_counts_whole_tokens_from_the_offset() -> None:
 
 
 @NEEDS_KERNEL
+def test_common_prefix_of_long_keys_across_its_compare_blocks() -> None:
+    """Long shared runs (the walk's usual case) are compared a block of 64 tokens at a time:
+    a first difference just before, on or after a block edge, or in the last partial block,
+    at any offset, is found at the token where it is."""
+    rng = np.random.default_rng(5)
+    edges = [0, 1, 63, 64, 65, 127, 128, 129, 191, 255, 256, 300]
+    for _ in range(400):
+        n = int(rng.integers(0, 400))
+        off = int(rng.integers(0, 70))
+        b = rng.integers(0, 2**40, size=off + n + int(rng.integers(0, 20)), dtype=np.int64)
+        a = b[off : off + n].copy()
+        if n and rng.random() < 0.8:  # a difference at an edge, or anywhere
+            at = min(int(rng.choice(edges)) if rng.random() < 0.6 else int(rng.integers(0, n)),
+                     n - 1)
+            a[at] ^= 1 << int(rng.integers(0, 63))
+        m = min(len(a), len(b) - off)
+        diff = np.flatnonzero(a[:m] != b[off : off + m])
+        want = int(diff[0]) if len(diff) else m
+        view = memoryview(b).cast("B")
+        assert KERNEL.common_prefix(a.tobytes(), view, off * 8) == want  # type: ignore[union-attr]
+
+
+@NEEDS_KERNEL
 def test_the_page_loops_refuse_outputs_too_small() -> None:
     with pytest.raises(ValueError, match="out holds 1 pages, 2 needed"):
         KERNEL.pages_of(np.arange(8, dtype=np.int64), 4, 8,  # type: ignore[union-attr]
