@@ -126,15 +126,16 @@ class HybridRadixCache:
             policy = policy_by_name(policy, policy_config)
         self.policy = policy
         # A policy scores the flat tree's TreeNode; HybridNode has the fields the built-in
-        # ones read (a policy that reads others is refused just below).
-        self._score = cast(Callable[[Any], Any], policy.score)
+        # ones read (a policy that reads others is refused just below). The policy's own
+        # bound method: eviction scores every leaf on each call, no wrapper in between.
+        self.score = cast(Callable[[Any], Any], policy.score)
         self._time = 0.0
         self._ids = 0
         self._uuid = 0
         self.root = self._new_node()
         self.root.lock = [1, 1, 1]  # never evicted, never a leaf
         try:
-            self._score(self.root)
+            self.score(self.root)
         except AttributeError as e:  # tlru reads the flat tree's depth fields
             raise ValueError(
                 f"policy {getattr(policy, 'name', policy)!r} reads node.{e.name}, which the "
@@ -469,9 +470,6 @@ class HybridRadixCache:
         from radix_evict.cache.hybrid.evict import run_evict
 
         return run_evict(self, full, swa, mamba)
-
-    def score(self, node: HybridNode) -> Any:
-        return self._score(node)
 
     def new_uuid(self) -> int:
         self._uuid += 1

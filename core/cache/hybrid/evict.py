@@ -48,7 +48,7 @@ def _entry(cache: HybridRadixCache, node: HybridNode) -> tuple[Any, float, int, 
 def _walk_leaves(cache: HybridRadixCache, asked: int, freed: list[int]) -> None:
     """Full KV: delete leaves lowest score first (ties: least recent) until enough is out."""
     score = cache.score
-    heap = [(score(n), n.last_access_time, n.id, n) for n in cache.leaves]  # _entry, inlined
+    heap = [(score(n), n.last_access_time, n.id, n) for n in cache.leaves]  # _entry's, inline
     heapq.heapify(heap)
     while freed[FULL] < asked and heap:
         node = heapq.heappop(heap)[-1]
