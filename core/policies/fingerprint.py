@@ -37,6 +37,9 @@ _BELOW_BOTH = min(_PRIMES)  # tokens below this are residues of both primes as t
 # Terms reduced that way are below 20 * 2**31, so int64 sums hold 2**27 of them; longer
 # keys are summed in pieces of this many tokens.
 _SUM_CHUNK = 2**26
+# Lengths whose B^n a _Powers remembers: a page-aligned replay has few distinct node lengths,
+# a page-1 one may have a new length per node; past this many, B^n is computed, not kept.
+_FORWARD_MEMO = 4096
 
 
 class _Powers:
@@ -55,10 +58,12 @@ class _Powers:
         self._forward: dict[int, int] = {}  # n -> B^n mod p: node lengths repeat (whole pages)
 
     def forward(self, n: int) -> int:
-        """``B^n mod p``, memoised."""
+        """``B^n mod p``, memoised for the first :data:`_FORWARD_MEMO` lengths asked."""
         got = self._forward.get(n)
         if got is None:
-            got = self._forward[n] = pow(self.base, n, self.prime)
+            got = pow(self.base, n, self.prime)
+            if len(self._forward) < _FORWARD_MEMO:
+                self._forward[n] = got
         return got
 
     def upto(self, n: int) -> np.ndarray:

@@ -56,3 +56,18 @@ def test_extending_is_hashing_the_whole(monkeypatch: pytest.MonkeyPatch) -> None
     for cut in (0, 1, 99, 100, 101, 700, 1234):
         head = fps.extend(0, tokens[:cut])
         assert fps.extend(head, tokens[cut:]) == whole, cut
+
+
+def test_extending_by_more_lengths_than_it_remembers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """B^n is kept for a bounded number of lengths (a page-1 replay may bring a new length per
+    node); lengths past that bound are computed each time and extend just as well."""
+    monkeypatch.setattr(fingerprint, "_FORWARD_MEMO", 5)
+    rng = np.random.default_rng(11)
+    tokens = rng.integers(0, 2**31, 200, dtype=np.int64)
+    fps = PrefixFingerprints()
+    h, at = 0, 0
+    for step in range(1, 20):  # pieces of 1, 2, ..., 19 tokens: 19 distinct lengths
+        h = fps.extend(h, tokens[at : at + step])
+        at += step
+        assert h == by_definition(tokens[:at].tolist()), step
+    assert all(len(p._forward) <= 5 for p in fps._powers)
