@@ -35,9 +35,9 @@ from radix_evict.cache.hybrid.host import HybridHost
 from radix_evict.cache.hybrid.lru import ComponentLRU
 from radix_evict.cache.hybrid.node import FULL, MAMBA, SWA, HybridNode
 from radix_evict.cache.hybrid.pool import HybridPools
+from radix_evict.cache.tree import TOKEN_BYTES
 
 SPLIT_TIME_STEP = 0.00001  # the match's per-ancestor step back in time (SGLang's)
-TOKEN_BYTES = 8  # keys are int64
 _LOOPS = page_kernel()  # the flat tree's C page loops (None: not built, or pure Python asked)
 
 
