@@ -74,3 +74,24 @@ def test_run_jobs_plans_workers_unless_given(monkeypatch: pytest.MonkeyPatch) ->
     assert asked == [4]
     assert run_jobs(jobs, [1] * 4, workers=1) == [0, 1, 4, 9]
     assert asked == [4]  # an explicit count is used as given
+
+
+def _freeze_count(report: object) -> int:
+    import gc
+
+    return gc.get_freeze_count()
+
+
+def test_forked_jobs_see_the_parents_objects_frozen_and_the_parent_thaws_after() -> None:
+    """A job's collections skip what the parent held when it forked (gc.freeze), and the
+    parent's objects are collectable again once the jobs are done, or stopped early."""
+    import gc
+
+    gc.unfreeze()
+    outcomes = dict(parallel.stream_jobs([_freeze_count] * 3, [1, 1, 1], workers=2))
+    assert len(outcomes) == 3 and all(n > 1000 for n in outcomes.values()), outcomes
+    assert gc.get_freeze_count() == 0
+    stopped = parallel.stream_jobs([_freeze_count] * 3, [1, 1, 1], workers=1)
+    next(stopped)
+    stopped.close()
+    assert gc.get_freeze_count() == 0
