@@ -192,6 +192,7 @@ def run_jobs(
     pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_worker_start,
                                initargs=(os.getpid(),))
     try:
+        _freeze_for_fork()  # the pool forks its workers as the jobs are submitted
         futures = [pool.submit(_run_in_child, i) for i in range(len(jobs))]
         pending = set(futures)
         while pending:
@@ -206,9 +207,21 @@ def run_jobs(
         pool.shutdown(wait=True)
     finally:
         _jobs, _done = (), None
+        gc.unfreeze()
     if progress is not None:
         progress(total, total)
     return out
+
+
+def _freeze_for_fork() -> None:
+    """Freeze the parent's objects just before a fork (``gc.unfreeze`` once the jobs end).
+
+    A child's collections then skip everything the parent holds (its modules,
+    the workloads): less to traverse in every job, and the parent's pages stay
+    shared instead of being copied as the collector marks them (the use the
+    Python docs give for ``gc.freeze``).
+    """
+    gc.freeze()
 
 
 @dataclass(frozen=True)
@@ -325,10 +338,7 @@ def stream_jobs(
                 recv, send = ctx.Pipe(duplex=False)
                 proc = ctx.Process(target=_stream_child, args=(started, os.getpid(), send),
                                    daemon=True)
-                # The child's collections then skip everything the parent holds (its
-                # modules, the workloads): less to traverse, and pages left shared
-                # (gc.freeze's use in the Python docs). Undone when the jobs are.
-                gc.freeze()
+                _freeze_for_fork()
                 _start_shielded(proc)
                 send.close()
                 running[started] = (proc, recv)

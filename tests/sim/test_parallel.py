@@ -84,10 +84,14 @@ def _freeze_count(report: object) -> int:
 
 def test_forked_jobs_see_the_parents_objects_frozen_and_the_parent_thaws_after() -> None:
     """A job's collections skip what the parent held when it forked (gc.freeze), and the
-    parent's objects are collectable again once the jobs are done, or stopped early."""
+    parent's objects are collectable again once the jobs are done, or stopped early; for
+    both ways of running jobs (streamed, one fork each, and a pool of workers)."""
     import gc
 
     gc.unfreeze()
+    pooled = run_jobs([_freeze_count] * 3, [1, 1, 1], workers=2)
+    assert all(n > 1000 for n in pooled), pooled
+    assert gc.get_freeze_count() == 0
     outcomes = dict(parallel.stream_jobs([_freeze_count] * 3, [1, 1, 1], workers=2))
     assert len(outcomes) == 3 and all(n > 1000 for n in outcomes.values()), outcomes
     assert gc.get_freeze_count() == 0
