@@ -191,6 +191,7 @@ def run_jobs(
     _jobs, _done = jobs, ctx.Array("q", len(jobs), lock=False)
     pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_worker_start,
                                initargs=(os.getpid(),))
+    thaw = _thaw_after()
     try:
         _freeze_for_fork()  # the pool forks its workers as the jobs are submitted
         futures = [pool.submit(_run_in_child, i) for i in range(len(jobs))]
@@ -207,14 +208,15 @@ def run_jobs(
         pool.shutdown(wait=True)
     finally:
         _jobs, _done = (), None
-        gc.unfreeze()
+        if thaw:
+            gc.unfreeze()
     if progress is not None:
         progress(total, total)
     return out
 
 
 def _freeze_for_fork() -> None:
-    """Freeze the parent's objects just before a fork (``gc.unfreeze`` once the jobs end).
+    """Freeze the parent's objects just before a fork (thawed once the jobs end).
 
     A child's collections then skip everything the parent holds (its modules,
     the workloads): less to traverse in every job, and the parent's pages stay
@@ -222,6 +224,12 @@ def _freeze_for_fork() -> None:
     Python docs give for ``gc.freeze``).
     """
     gc.freeze()
+
+
+def _thaw_after() -> bool:
+    """Whether to ``gc.unfreeze`` when the jobs end: not if the caller had frozen objects
+    itself (unfreezing is all or nothing; theirs stay as they were)."""
+    return gc.get_freeze_count() == 0
 
 
 @dataclass(frozen=True)
@@ -329,6 +337,7 @@ def stream_jobs(
         return
     ctx = mp.get_context("fork")
     _jobs, _done = jobs, ctx.Array("q", len(jobs), lock=False)
+    thaw = _thaw_after()
     running: dict[int, tuple[Any, connection.Connection]] = {}
     finished = [False] * len(jobs)
     started = 0
@@ -362,4 +371,5 @@ def stream_jobs(
             proc.join()
             conn.close()
         _jobs, _done = (), None
-        gc.unfreeze()
+        if thaw:
+            gc.unfreeze()

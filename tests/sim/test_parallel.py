@@ -99,3 +99,19 @@ def test_forked_jobs_see_the_parents_objects_frozen_and_the_parent_thaws_after()
     next(stopped)
     stopped.close()
     assert gc.get_freeze_count() == 0
+
+
+def test_a_callers_own_freeze_is_left_as_it_was() -> None:
+    """Unfreezing is all or nothing: objects the caller froze before running jobs stay
+    frozen after them."""
+    import gc
+
+    gc.unfreeze()
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        dict(parallel.stream_jobs([_freeze_count] * 2, [1, 1], workers=2))
+        run_jobs([_freeze_count] * 2, [1, 1], workers=2)
+        assert gc.get_freeze_count() >= before > 0
+    finally:
+        gc.unfreeze()
