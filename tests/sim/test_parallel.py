@@ -103,15 +103,16 @@ def test_forked_jobs_see_the_parents_objects_frozen_and_the_parent_thaws_after()
 
 def test_a_callers_own_freeze_is_left_as_it_was() -> None:
     """Unfreezing is all or nothing: objects the caller froze before running jobs stay
-    frozen after them."""
+    frozen after them (the count may drop as frozen objects are freed, never to 0)."""
     import gc
 
     gc.unfreeze()
     gc.freeze()
     try:
-        before = gc.get_freeze_count()
+        assert gc.get_freeze_count() > 0
         dict(parallel.stream_jobs([_freeze_count] * 2, [1, 1], workers=2))
+        assert gc.get_freeze_count() > 0
         run_jobs([_freeze_count] * 2, [1, 1], workers=2)
-        assert gc.get_freeze_count() >= before > 0
+        assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
