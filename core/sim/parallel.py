@@ -173,7 +173,6 @@ def run_jobs(
     ``workers=None`` lets :func:`plan_workers` choose (the jobs are taken to
     be about equal); a number is used as given, up to one process per job.
     """
-    global _jobs, _done
     total = sum(sizes)
     n = plan_workers(len(jobs)) if workers is None else max(1, workers)
     n = min(n, len(jobs))
@@ -188,31 +187,45 @@ def run_jobs(
             offset += size
         return results
     ctx = mp.get_context("fork")
+    with _published_for_forks(jobs, ctx):
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_worker_start,
+                                   initargs=(os.getpid(),))
+        try:
+            _freeze_for_fork()  # the pool forks its workers as the jobs are submitted
+            futures = [pool.submit(_run_in_child, i) for i in range(len(jobs))]
+            pending = set(futures)
+            while pending:
+                _, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                if progress is not None:
+                    progress(min(sum(_done), total), total)
+            out = [f.result() for f in futures]
+        except BaseException:  # Ctrl-C, or a job that raised: the others stop now
+            _kill_workers(pool)
+            raise
+        else:
+            pool.shutdown(wait=True)
+    if progress is not None:
+        progress(total, total)
+    return out
+
+
+@contextlib.contextmanager
+def _published_for_forks(jobs: Sequence[Job[Any]], ctx: Any) -> Iterator[None]:
+    """``jobs`` where forked children read them, beside the shared progress array; both
+    cleared when the jobs end or stop, and the parent thawed if this call froze it.
+
+    A caller that had frozen objects itself keeps its freeze (unfreezing is all
+    or nothing). One place for what both ways of running jobs set up and undo.
+    """
+    global _jobs, _done
+    thaw = gc.get_freeze_count() == 0
     _jobs, _done = jobs, ctx.Array("q", len(jobs), lock=False)
-    pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_worker_start,
-                               initargs=(os.getpid(),))
-    thaw = _thaw_after()
     try:
-        _freeze_for_fork()  # the pool forks its workers as the jobs are submitted
-        futures = [pool.submit(_run_in_child, i) for i in range(len(jobs))]
-        pending = set(futures)
-        while pending:
-            _, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            if progress is not None:
-                progress(min(sum(_done), total), total)
-        out = [f.result() for f in futures]
-    except BaseException:  # Ctrl-C, or a job that raised: the others stop now
-        _kill_workers(pool)
-        raise
-    else:
-        pool.shutdown(wait=True)
+        yield
     finally:
         _jobs, _done = (), None
         if thaw:
             gc.unfreeze()
-    if progress is not None:
-        progress(total, total)
-    return out
 
 
 def _freeze_for_fork() -> None:
@@ -224,12 +237,6 @@ def _freeze_for_fork() -> None:
     Python docs give for ``gc.freeze``).
     """
     gc.freeze()
-
-
-def _thaw_after() -> bool:
-    """Whether to ``gc.unfreeze`` when the jobs end: not if the caller had frozen objects
-    itself (unfreezing is all or nothing; theirs stay as they were)."""
-    return gc.get_freeze_count() == 0
 
 
 @dataclass(frozen=True)
@@ -319,7 +326,6 @@ def stream_jobs(
     yielded. Without ``fork`` the jobs run here, in order, with the same
     failure reporting (but a crash ends this process).
     """
-    global _jobs, _done
     total = sum(sizes)
     n = max(1, min(len(jobs), usable_cores() if workers is None else workers))
     if "fork" not in mp.get_all_start_methods():
@@ -336,40 +342,36 @@ def stream_jobs(
             yield i, out
         return
     ctx = mp.get_context("fork")
-    _jobs, _done = jobs, ctx.Array("q", len(jobs), lock=False)
-    thaw = _thaw_after()
-    running: dict[int, tuple[Any, connection.Connection]] = {}
-    finished = [False] * len(jobs)
-    started = 0
-    try:
-        while started < len(jobs) or running:
-            while started < len(jobs) and len(running) < n:
-                recv, send = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_stream_child, args=(started, os.getpid(), send),
-                                   daemon=True)
-                _freeze_for_fork()
-                _start_shielded(proc)
-                send.close()
-                running[started] = (proc, recv)
-                started += 1
-            owner: dict[Any, int] = {}
-            for i, (proc, conn) in running.items():
-                owner[conn] = owner[proc.sentinel] = i
-            ready = connection.wait(list(owner), timeout=0.2)
-            for i in sorted({owner[r] for r in ready}):
-                proc, conn = running.pop(i)
-                outcome = _collect(proc, conn)
-                finished[i] = True
-                yield i, outcome
-            if progress is not None:
-                done = sum(size if end else _done[i]
-                           for i, (size, end) in enumerate(zip(sizes, finished, strict=True)))
-                progress(min(done, total), total)
-    finally:
-        for proc, conn in running.values():
-            proc.kill()
-            proc.join()
-            conn.close()
-        _jobs, _done = (), None
-        if thaw:
-            gc.unfreeze()
+    with _published_for_forks(jobs, ctx):
+        running: dict[int, tuple[Any, connection.Connection]] = {}
+        finished = [False] * len(jobs)
+        started = 0
+        try:
+            while started < len(jobs) or running:
+                while started < len(jobs) and len(running) < n:
+                    recv, send = ctx.Pipe(duplex=False)
+                    proc = ctx.Process(target=_stream_child, args=(started, os.getpid(), send),
+                                       daemon=True)
+                    _freeze_for_fork()
+                    _start_shielded(proc)
+                    send.close()
+                    running[started] = (proc, recv)
+                    started += 1
+                owner: dict[Any, int] = {}
+                for i, (proc, conn) in running.items():
+                    owner[conn] = owner[proc.sentinel] = i
+                ready = connection.wait(list(owner), timeout=0.2)
+                for i in sorted({owner[r] for r in ready}):
+                    proc, conn = running.pop(i)
+                    outcome = _collect(proc, conn)
+                    finished[i] = True
+                    yield i, outcome
+                if progress is not None:
+                    done = sum(size if end else _done[i]
+                               for i, (size, end) in enumerate(zip(sizes, finished, strict=True)))
+                    progress(min(done, total), total)
+        finally:
+            for proc, conn in running.values():
+                proc.kill()
+                proc.join()
+                conn.close()
